@@ -1,0 +1,76 @@
+"""code_mode: let an LLM agent act by writing JavaScript that calls your Python tools.
+
+A program runs as a *cell* in a fresh V8 isolate on its own thread; it calls the host's
+tools (``await tools.search({...})``), loops, filters, calls in parallel and emits only
+the output the model needs. Cells are child tasks of a session-level trio nursery.
+
+The public API is what this module exports; everything under an underscore is internal.
+"""
+
+from ._config import RuntimeConfig
+from ._delegate import SessionRuntimeDelegate
+from ._errors import (
+    AlreadyTerminating,
+    BusyObserver,
+    CodeModeError,
+    DuplicateCell,
+    MissingCell,
+    RuntimeFailure,
+    ShuttingDown,
+)
+from ._session import PendingEvent, SessionRuntime, StartedCell
+from ._types import (
+    JSON,
+    CellEvent,
+    CellId,
+    Completed,
+    ExecuteRequest,
+    Image,
+    ImageDetail,
+    NestedToolCall,
+    ObserveMode,
+    OutputItem,
+    Pending,
+    PendingFrontier,
+    Terminated,
+    Text,
+    ToolDefinition,
+    ToolKind,
+    ToolName,
+    YieldAfter,
+    Yielded,
+)
+
+__all__ = [
+    "JSON",
+    "AlreadyTerminating",
+    "BusyObserver",
+    "CellEvent",
+    "CellId",
+    "CodeModeError",
+    "Completed",
+    "DuplicateCell",
+    "ExecuteRequest",
+    "Image",
+    "ImageDetail",
+    "MissingCell",
+    "NestedToolCall",
+    "ObserveMode",
+    "OutputItem",
+    "Pending",
+    "PendingEvent",
+    "PendingFrontier",
+    "RuntimeConfig",
+    "RuntimeFailure",
+    "SessionRuntime",
+    "SessionRuntimeDelegate",
+    "ShuttingDown",
+    "StartedCell",
+    "Terminated",
+    "Text",
+    "ToolDefinition",
+    "ToolKind",
+    "ToolName",
+    "YieldAfter",
+    "Yielded",
+]

@@ -1,0 +1,75 @@
+"""`RuntimeConfig`: every limit and default of the runtime, in one frozen object."""
+
+from __future__ import annotations
+
+import attrs
+
+MiB = 1024 * 1024
+
+
+def _positive(_inst: object, attribute: attrs.Attribute[int | float], value: int | float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ValueError(f"RuntimeConfig.{attribute.name} must be a positive number, got {value!r}")
+
+
+def _non_negative(
+    _inst: object, attribute: attrs.Attribute[int | float], value: int | float
+) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ValueError(
+            f"RuntimeConfig.{attribute.name} must be a non-negative number, got {value!r}"
+        )
+
+
+@attrs.frozen(kw_only=True)
+class RuntimeConfig:
+    """Limits and defaults of a :class:`~code_mode.SessionRuntime`.
+
+    Every field has a default chosen for LLM-written programs on a shared host. A cell
+    that breaks a limit ends (only that cell) with an ``error_text`` naming the limit
+    and its value; the session and the process carry on.
+    """
+
+    memory_limit_bytes: int = attrs.field(default=256 * MiB, validator=_positive)
+    """Hard V8 heap limit per isolate (default 256 MiB). When a garbage collection finds
+    the heap above it, the program is stopped and the cell fails with
+    ``exec cell exceeded its memory limit of <N> bytes``."""
+
+    callback_grace: float = attrs.field(default=0.1, validator=_non_negative)
+    """Seconds an in-flight tool call or notification gets to honour cancellation when
+    its cell ends before the runtime stops waiting for it (default 0.1 s, as the
+    reference)."""
+
+    max_output_bytes: int = attrs.field(default=64 * MiB, validator=_positive)
+    """Output a cell may buffer (UTF-8 bytes of text plus image URLs) between two
+    delivered events (default 64 MiB)."""
+
+    max_error_text_bytes: int = attrs.field(default=16 * 1024, validator=_positive)
+    """Longest ``error_text`` kept (default 16 KiB); longer ones are cut and end with
+    ``\\n[code mode error truncated]``."""
+
+    max_stored_entries: int = attrs.field(default=256, validator=_positive)
+    """Keys a session's stored values may hold (default 256)."""
+
+    max_stored_bytes: int = attrs.field(default=8 * MiB, validator=_positive)
+    """Total serialized size of a session's stored values (default 8 MiB)."""
+
+    max_outstanding_tool_calls: int = attrs.field(default=128, validator=_positive)
+    """Nested tool calls one cell may have in flight at once (default 128)."""
+
+    max_pending_timers: int = attrs.field(default=1024, validator=_positive)
+    """Timers one cell may have pending at once (default 1024)."""
+
+    max_source_bytes: int = attrs.field(default=1 * MiB, validator=_positive)
+    """Largest program source accepted, in UTF-8 bytes (default 1 MiB)."""
+
+    max_json_depth: int = attrs.field(default=128, validator=_positive)
+    """Deepest nesting of JSON crossing the bridge (tool input, stored values; default
+    128, as the reference)."""
+
+    max_message_bytes: int = attrs.field(default=16 * MiB, validator=_positive)
+    """Largest single message from an isolate to the host, e.g. one tool input or one
+    text item (default 16 MiB)."""
+
+    allow_remote_image_urls: bool = True
+    """Whether ``image()`` accepts ``http(s)://`` URLs; ``False`` allows ``data:`` only."""

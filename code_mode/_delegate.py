@@ -1,0 +1,33 @@
+"""The host application's side of a session: `SessionRuntimeDelegate`."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ._types import JSON, CellId, NestedToolCall
+
+
+class SessionRuntimeDelegate(Protocol):
+    """What a session calls back into.
+
+    Cancellation is trio cancellation: when a cell ends or the session shuts down, the
+    runtime cancels the scope a callback runs in. A delegate that must clean up does
+    so in ``except trio.Cancelled:`` or ``finally:`` and re-raises.
+    """
+
+    async def invoke_tool(self, call: NestedToolCall) -> JSON:
+        """Run one nested tool call. The return value (JSON data) resolves the
+        program's promise; raising any ``Exception`` rejects it with an ``Error``
+        whose message is ``str(exception)``."""
+        ...
+
+    async def notify(self, call_id: str, cell_id: CellId, text: str) -> None:
+        """Deliver a ``notify(text)`` of the program, now, as a side channel of the
+        ``exec`` call ``call_id``. Failures are logged and never reach the program."""
+        ...
+
+    async def cell_closed(self, cell_id: CellId) -> None:
+        """Called exactly once per admitted cell, after its outcome is settled and all
+        its callbacks have finished. Must not return until the host can no longer
+        route anything to the cell. Errors are logged; the cell is removed anyway."""
+        ...

@@ -1,0 +1,170 @@
+"""Value types of the public API: identifiers, observe modes, output, events, tools.
+
+Everything here is plain data: frozen ``attrs`` classes compared by value. Lists are
+kept as lists (not tuples) so that an event compares equal to one written by hand with
+list literals, e.g. ``Completed(content_items=[Text("done")], error_text=None)``. Such
+instances are therefore not hashable, which no caller needs.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from typing import Any, NewType, TypeAlias
+
+import attrs
+
+JSON: TypeAlias = Any
+"""JSON data as produced by :func:`json.loads`: dict, list, str, int, float, bool, None."""
+
+CellId = NewType("CellId", str)
+"""Identifier of a cell. A session allocates ``"1"``, ``"2"``, ... in ``execute`` order."""
+
+
+def _non_negative_finite(_inst: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise TypeError(f"{attribute.name} must be a number of seconds, got {value!r}")
+    if math.isnan(value) or value < 0:
+        raise ValueError(f"{attribute.name} must be a non-negative number, got {value!r}")
+
+
+@attrs.frozen
+class YieldAfter:
+    """Observe until ``seconds`` have passed, the script calls ``yield_control()``, or the
+    cell ends, whichever comes first.
+
+    The timer counts from the moment the isolate starts running the program (or from
+    when the observation attaches, if the program is already running), so V8 start-up
+    never eats into the window.
+    """
+
+    seconds: float = attrs.field(validator=_non_negative_finite)
+
+
+@attrs.frozen
+class PendingFrontier:
+    """Observe until the script is blocked on the outside world (a *pending frontier*:
+    all delivered input processed, microtasks drained, waiting on tool calls or timers)
+    or the cell ends. There is no timer."""
+
+
+ObserveMode: TypeAlias = YieldAfter | PendingFrontier
+
+
+class ImageDetail(enum.Enum):
+    """How much detail the model should spend on an image."""
+
+    AUTO = "auto"
+    LOW = "low"
+    HIGH = "high"
+    ORIGINAL = "original"
+
+
+@attrs.frozen
+class Text:
+    """A text output item."""
+
+    text: str
+
+
+@attrs.frozen
+class Image:
+    """An image output item: an ``http(s)://`` or ``data:`` URL and its detail."""
+
+    image_url: str
+    detail: ImageDetail | None = None
+
+
+OutputItem: TypeAlias = Text | Image
+
+
+@attrs.frozen
+class Yielded:
+    """The cell is still running; here is its output since the previous event."""
+
+    content_items: list[OutputItem]
+
+
+@attrs.frozen
+class Pending:
+    """The cell reached a pending frontier; ``pending_tool_call_ids`` are the nested tool
+    calls still outstanding at that moment."""
+
+    content_items: list[OutputItem]
+    pending_tool_call_ids: list[str]
+
+
+@attrs.frozen
+class Completed:
+    """The program finished. ``error_text`` is ``None`` on success, else what it threw."""
+
+    content_items: list[OutputItem]
+    error_text: str | None = None
+
+
+@attrs.frozen
+class Terminated:
+    """The cell was stopped (``terminate``, shutdown, or leaving the session block)."""
+
+    content_items: list[OutputItem]
+
+
+CellEvent: TypeAlias = Yielded | Pending | Completed | Terminated
+
+
+class ToolKind(enum.Enum):
+    """How a nested tool takes its input."""
+
+    FUNCTION = "function"
+    """Takes a JSON object (missing input is ``{}``)."""
+    FREEFORM = "freeform"
+    """Takes a string."""
+
+
+@attrs.frozen
+class ToolName:
+    """The host's name for a tool, optionally inside a namespace (e.g. an MCP server)."""
+
+    name: str
+    namespace: str | None = None
+
+    def display(self) -> str:
+        """The name as shown in messages: ``namespace.name`` or the bare name."""
+        return self.name if self.namespace is None else f"{self.namespace}.{self.name}"
+
+
+@attrs.frozen
+class ToolDefinition:
+    """A nested tool a program may call as ``tools.<identifier>(input)``.
+
+    ``name`` is the raw name; the JavaScript identifier is derived from it (characters
+    other than ``_``, ``$``, ASCII letters and, not first, digits become ``_``).
+    """
+
+    name: str
+    tool_name: ToolName
+    description: str
+    kind: ToolKind
+    input_schema: dict[str, Any] | None = None
+    output_schema: dict[str, Any] | None = None
+
+
+@attrs.frozen
+class ExecuteRequest:
+    """What ``SessionRuntime.execute`` runs: a program, the tools it may call, and the id
+    of the model's ``exec`` call (passed back to ``notify``)."""
+
+    tool_call_id: str
+    enabled_tools: list[ToolDefinition]
+    source: str
+
+
+@attrs.frozen
+class NestedToolCall:
+    """One ``tools.x(...)`` call made by a program, as handed to the delegate."""
+
+    cell_id: CellId
+    runtime_tool_call_id: str
+    tool_name: ToolName
+    tool_kind: ToolKind
+    input: JSON | None
