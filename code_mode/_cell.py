@@ -1,0 +1,612 @@
+"""The cell: one program's state machine (``runtime.md`` section 2).
+
+A cell owns an output buffer, at most one observer, a yield timer, the program's
+timers, its in-flight callbacks (tool calls and notifications) and its isolate. Its
+life is one task in the session nursery (:meth:`Cell.run`), with its own cancel scope.
+
+Everything the isolate reports arrives through the :class:`EngineListener` methods,
+synchronously on the trio thread, and is applied at once: output goes to the buffer,
+tool calls are started, a yield resolves the observer. The cell task itself only
+sleeps until the next deadline (the observer's yield timer or a program timer) or
+until something asks it to move on: the program finished, someone wants it
+terminated, or its completion was delivered.
+
+Phases::
+
+    RUNNING ──(program done, callbacks drained, writes committed)──▶ COMPLETED
+       │                                                             │   │
+       │ terminate()                                   delivered     │   │ terminate()
+       ▼                                               to observer   ▼   ▼
+    TERMINATING ──────────────────────────────────────────────▶ CLOSED ◀── CLAIMED
+
+A completion that nobody observes yet stays *buffered* in ``COMPLETED``; the next
+observation receives it, and ``terminate()`` *claims* it instead of terminating
+(natural completion wins).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import logging
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+from ._config import RuntimeConfig
+from ._delegate import SessionRuntimeDelegate
+from ._engine._bridge import (
+    EngineEvent,
+    Finished,
+    Notify,
+    Output,
+    Started,
+    TimerCleared,
+    TimerSet,
+    ToolCallRequested,
+    YieldRequested,
+    json_depth_exceeds,
+)
+from ._engine._native import NativeIsolateError
+from ._engine._worker import BlockingWorker
+from ._engine.isolate import Isolate
+from ._errors import AlreadyTerminating, BusyObserver, MissingCell, RuntimeFailure
+from ._observer import OneShot
+from ._tool_names import normalize_identifier
+from ._types import (
+    JSON,
+    CellEvent,
+    CellId,
+    Completed,
+    ExecuteRequest,
+    NestedToolCall,
+    ObserveMode,
+    OutputItem,
+    Pending,
+    PendingFrontier,
+    Terminated,
+    ToolDefinition,
+    YieldAfter,
+    Yielded,
+)
+
+logger = logging.getLogger("code_mode")
+
+ERROR_TRUNCATED_SUFFIX = "\n[code mode error truncated]"
+
+
+class Phase(enum.Enum):
+    RUNNING = "running"
+    TERMINATING = "terminating"
+    COMPLETED = "completed"
+    CLAIMED = "claimed"
+    CLOSED = "closed"
+
+
+class _Observer(OneShot[CellEvent]):
+    """An attached observation: its mode and, for ``YieldAfter``, its deadline."""
+
+    def __init__(self, mode: ObserveMode, on_abandon: Callable[[OneShot[CellEvent]], None]):
+        super().__init__(on_abandon)
+        self.mode = mode
+        self.deadline = math.inf
+
+
+class CellHost:
+    """What a cell needs from its session (kept narrow on purpose)."""
+
+    def __init__(
+        self,
+        *,
+        nursery: trio.Nursery,
+        delegate: SessionRuntimeDelegate,
+        config: RuntimeConfig,
+        worker: BlockingWorker,
+        commit_writes: Callable[[dict[str, JSON]], str | None],
+        close_cell: Callable[[CellId], Awaitable[None]],
+    ) -> None:
+        self.nursery = nursery
+        self.delegate = delegate
+        self.config = config
+        self.worker = worker
+        self.commit_writes = commit_writes
+        self.close_cell = close_cell
+
+
+def _truncate_error(text: str, limit: int) -> str:
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
+        return text
+    return data[:limit].decode("utf-8", "ignore") + ERROR_TRUNCATED_SUFFIX
+
+
+def _item_size(item: OutputItem) -> int:
+    if hasattr(item, "text"):
+        return len(item.text.encode("utf-8", "surrogatepass"))
+    return len(item.image_url)
+
+
+class Cell:
+    """One program and everything it is waiting on."""
+
+    def __init__(self, cell_id: CellId, request: ExecuteRequest, host: CellHost) -> None:
+        self.id = cell_id
+        self._request = request
+        self._host = host
+        self._config = host.config
+        self.phase = Phase.RUNNING
+        self._isolate: Isolate | None = None
+        self._startup_error: str | None = None
+        self._tools: dict[str, ToolDefinition] = {}
+
+        self._buffer: list[OutputItem] = []
+        self._buffer_bytes = 0
+        self._initial_yield: list[OutputItem] | None = None
+        self._has_been_observed = False
+        self._observer: _Observer | None = None
+        self._terminators: list[OneShot[CellEvent]] = []
+        self._frontier_ready = False
+        self._started = False
+
+        self._finished: Finished | None = None
+        self._failure: str | None = None
+        self._terminate_requested = False
+        self._completion: Completed | None = None
+
+        self._timers: dict[int, float] = {}
+        self._tool_scopes: dict[str, trio.CancelScope] = {}  # outstanding, call order
+        self._notify_scopes: set[trio.CancelScope] = set()
+        self._callbacks_running = 0
+        self._callbacks_changed = trio.Event()
+        self._wake = trio.Event()
+
+    # ------------------------------------------------------------------------------
+    # Start-up (runs under the session's registry lock)
+
+    async def prepare(self, initial_mode: ObserveMode, stored: dict[str, JSON]) -> _Observer:
+        """Create the isolate and attach the initial observer, before the program can
+        produce anything, so no early event is missed. Raises ``RuntimeFailure`` when
+        V8 cannot start an isolate."""
+        observer = self._attach(initial_mode)
+        tools_payload = self._check_request()
+        if self._startup_error is None:
+            isolate = Isolate(self._host.worker, self._config)
+            try:
+                await isolate.create()
+            except NativeIsolateError as error:
+                raise RuntimeFailure(str(error), self.id) from None
+            self._isolate = isolate
+            isolate.start(self, source=self._request.source, tools=tools_payload, stored=stored)
+        return observer
+
+    def _check_request(self) -> list[dict[str, str]]:
+        size = len(self._request.source.encode("utf-8", "surrogatepass"))
+        if size > self._config.max_source_bytes:
+            self._startup_error = (
+                f"exec source of {size} bytes exceeds the limit of "
+                f"{self._config.max_source_bytes} bytes (RuntimeConfig.max_source_bytes)"
+            )
+            return []
+        payload: list[dict[str, str]] = []
+        for tool in self._request.enabled_tools:
+            ident = normalize_identifier(tool.name)
+            other = self._tools.get(ident)
+            if other is not None:
+                self._startup_error = (
+                    f"code mode tool identifier collision: `{other.name}` and `{tool.name}` "
+                    f"both normalize to `{ident}`"
+                )
+                return []
+            self._tools[ident] = tool
+            payload.append(
+                {"ident": ident, "description": tool.description, "kind": tool.kind.value}
+            )
+        return payload
+
+    # ------------------------------------------------------------------------------
+    # Observation and termination (called by the session, synchronously)
+
+    def begin_observe(self, mode: ObserveMode) -> _Observer:
+        if self.phase in (Phase.TERMINATING, Phase.CLAIMED, Phase.CLOSED):
+            raise MissingCell(self.id)
+        if self._observer is not None:
+            raise BusyObserver(self.id)
+        return self._attach(mode)
+
+    def _attach(self, mode: ObserveMode) -> _Observer:
+        observer = _Observer(mode, self._on_abandon)
+        self._observer = observer
+        self._has_been_observed = True
+        if self.phase is Phase.COMPLETED:
+            self._deliver_completion(observer)
+            return observer
+        if isinstance(mode, YieldAfter):
+            if self._initial_yield is not None:
+                items, self._initial_yield = self._initial_yield, None
+                self._resolve(Yielded(items))
+            elif self._started:
+                self._arm(observer)
+        elif self._started and (
+            self._frontier_ready or (self._isolate is not None and self._isolate.idle)
+        ):
+            self._deliver_frontier()
+        return observer
+
+    def _arm(self, observer: _Observer) -> None:
+        assert isinstance(observer.mode, YieldAfter)
+        if observer.mode.seconds <= 0:
+            self._resolve(Yielded(self._take_buffer()))
+            return
+        observer.deadline = trio.current_time() + observer.mode.seconds
+        self._wake.set()
+
+    def _on_abandon(self, observer: OneShot[CellEvent]) -> None:
+        if self._observer is observer:
+            self._observer = None
+            self._wake.set()
+
+    def request_terminate(self) -> OneShot[CellEvent]:
+        """Begin termination and return where its ``Terminated`` will arrive (or,
+        for a buffered completion, that ``Completed`` at once)."""
+        waiter: OneShot[CellEvent] = OneShot()
+        if self.phase is Phase.RUNNING:
+            self.phase = Phase.TERMINATING
+            self._terminate_requested = True
+            self._terminators.append(waiter)
+            self._wake.set()
+        elif self.phase is Phase.COMPLETED:
+            assert self._completion is not None
+            self.phase = Phase.CLAIMED
+            waiter.deliver(self._merged_completion())
+            self._wake.set()
+        elif self.phase in (Phase.TERMINATING, Phase.CLAIMED):
+            raise AlreadyTerminating(self.id)
+        else:
+            raise MissingCell(self.id)
+        return waiter
+
+    def request_shutdown(self) -> None:
+        """Session shutdown or drop: terminate, or discard a buffered completion."""
+        if self.phase is Phase.RUNNING:
+            self.phase = Phase.TERMINATING
+            self._terminate_requested = True
+        elif self.phase is Phase.COMPLETED:
+            self.phase = Phase.CLOSED
+        self._wake.set()
+
+    # ------------------------------------------------------------------------------
+    # Delivery
+
+    def _take_buffer(self) -> list[OutputItem]:
+        items, self._buffer = self._buffer, []
+        self._buffer_bytes = 0
+        return items
+
+    def _resolve(self, event: CellEvent) -> None:
+        observer, self._observer = self._observer, None
+        assert observer is not None
+        observer.deliver(event)
+        self._wake.set()
+
+    def _pending_ids(self) -> list[str]:
+        return list(self._tool_scopes)
+
+    def _deliver_frontier(self) -> None:
+        self._frontier_ready = False
+        items = (self._initial_yield or []) + self._take_buffer()
+        self._initial_yield = None
+        self._resolve(Pending(items, self._pending_ids()))
+
+    def _merged_completion(self) -> Completed:
+        assert self._completion is not None
+        items = (self._initial_yield or []) + self._completion.content_items
+        self._initial_yield = None
+        return Completed(items, self._completion.error_text)
+
+    def _deliver_completion(self, observer: _Observer) -> None:
+        assert self._completion is not None
+        if isinstance(observer.mode, YieldAfter) and self._initial_yield is not None:
+            items, self._initial_yield = self._initial_yield, None
+            self._resolve(Yielded(items))
+            return
+        event = self._merged_completion()
+        self.phase = Phase.CLOSED
+        self._resolve(event)
+
+    # ------------------------------------------------------------------------------
+    # EngineListener: what the isolate reports (synchronous, trio thread)
+
+    def on_engine_event(self, event: EngineEvent) -> None:
+        if self.phase is not Phase.RUNNING and not isinstance(event, Output):
+            return
+        if self._finished is not None or self._failure is not None:
+            return
+        if isinstance(event, Output):
+            self._buffer.append(event.item)
+            self._buffer_bytes += event.size
+            if self._buffer_bytes > self._config.max_output_bytes:
+                self.on_engine_failure(
+                    f"exec cell exceeded its limit of {self._config.max_output_bytes} "
+                    "buffered output bytes (RuntimeConfig.max_output_bytes)"
+                )
+        elif isinstance(event, Started):
+            self._started = True
+            observer = self._observer
+            if observer is not None and isinstance(observer.mode, YieldAfter):
+                self._arm(observer)
+        elif isinstance(event, YieldRequested):
+            self._on_yield_requested()
+        elif isinstance(event, ToolCallRequested):
+            self._start_tool_call(event)
+        elif isinstance(event, Notify):
+            self._start_notification(event.text)
+        elif isinstance(event, TimerSet):
+            if len(self._timers) >= self._config.max_pending_timers:
+                self.on_engine_failure(
+                    f"code mode cell exceeded its limit of {self._config.max_pending_timers} "
+                    "pending timers (RuntimeConfig.max_pending_timers)"
+                )
+                return
+            self._timers[event.id] = trio.current_time() + event.delay
+            self._wake.set()
+        elif isinstance(event, TimerCleared):
+            if self._timers.pop(event.id, None) is not None:
+                self._wake.set()
+        elif isinstance(event, Finished):
+            self._finished = event
+            self._wake.set()
+
+    def on_engine_idle(self) -> None:
+        if self.phase is not Phase.RUNNING or self._finished is not None or not self._started:
+            return
+        if self._failure is not None:
+            return
+        observer = self._observer
+        if observer is not None and isinstance(observer.mode, PendingFrontier):
+            self._deliver_frontier()
+        elif not self._has_been_observed:
+            self._frontier_ready = True
+
+    def on_engine_failure(self, message: str) -> None:
+        if self._failure is None and self._finished is None:
+            self._failure = message
+            self._wake.set()
+
+    def _on_yield_requested(self) -> None:
+        observer = self._observer
+        if observer is not None:
+            if isinstance(observer.mode, YieldAfter):
+                self._resolve(Yielded(self._take_buffer()))
+        elif not self._has_been_observed and self._initial_yield is None:
+            self._initial_yield = self._take_buffer()
+
+    # ------------------------------------------------------------------------------
+    # Callbacks: tool calls and notifications run in the session nursery, each in a
+    # cancel scope of its own that the cell cancels when it ends.
+
+    def _callback_started(self) -> None:
+        self._callbacks_running += 1
+
+    def _callback_finished(self) -> None:
+        self._callbacks_running -= 1
+        self._callbacks_changed.set()
+        self._callbacks_changed = trio.Event()
+        self._wake.set()
+
+    def _start_tool_call(self, event: ToolCallRequested) -> None:
+        if len(self._tool_scopes) >= self._config.max_outstanding_tool_calls:
+            self.on_engine_failure(
+                f"exec cell exceeded its limit of {self._config.max_outstanding_tool_calls} "
+                "outstanding tool calls (RuntimeConfig.max_outstanding_tool_calls)"
+            )
+            return
+        tool = self._tools[event.ident]
+        call = NestedToolCall(
+            cell_id=self.id,
+            runtime_tool_call_id=event.id,
+            tool_name=tool.tool_name,
+            tool_kind=tool.kind,
+            input=event.input if event.has_input else None,
+        )
+        scope = trio.CancelScope()
+        self._tool_scopes[event.id] = scope
+        self._frontier_ready = False
+        self._callback_started()
+        self._host.nursery.start_soon(self._run_tool_call, call, scope)
+
+    async def _run_tool_call(self, call: NestedToolCall, scope: trio.CancelScope) -> None:
+        ok = False
+        value: Any = None
+        message = ""
+        try:
+            with scope:
+                try:
+                    value = await self._host.delegate.invoke_tool(call)
+                    ok = True
+                except Exception as error:
+                    message = str(error)
+        finally:
+            self._tool_scopes.pop(call.runtime_tool_call_id, None)
+            self._callback_finished()
+        if scope.cancelled_caught or self._isolate is None or self.phase is not Phase.RUNNING:
+            return
+        if self._finished is not None or self._failure is not None:
+            return
+        if ok:
+            problem = self._check_tool_result(value)
+            if problem is not None:
+                ok, message = False, f"tool `{call.tool_name.display()}` {problem}"
+        self._frontier_ready = False
+        if ok:
+            self._isolate.send_tool_result(call.runtime_tool_call_id, value)
+        else:
+            self._isolate.send_tool_error(call.runtime_tool_call_id, message)
+
+    def _check_tool_result(self, value: Any) -> str | None:
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as error:
+            return f"returned a value that is not JSON data: {error}"
+        if json_depth_exceeds(value, self._config.max_json_depth):
+            return (
+                f"returned JSON nested deeper than the limit of {self._config.max_json_depth} "
+                "(RuntimeConfig.max_json_depth)"
+            )
+        return None
+
+    def _start_notification(self, text: str) -> None:
+        scope = trio.CancelScope()
+        self._notify_scopes.add(scope)
+        self._callback_started()
+        self._host.nursery.start_soon(self._run_notification, text, scope)
+
+    async def _run_notification(self, text: str, scope: trio.CancelScope) -> None:
+        try:
+            with scope:
+                try:
+                    await self._host.delegate.notify(self._request.tool_call_id, self.id, text)
+                except Exception as error:
+                    logger.warning("failed to deliver code mode notification: %s", error)
+        finally:
+            self._notify_scopes.discard(scope)
+            self._callback_finished()
+
+    async def _cancel_callbacks(self, *, notifications: bool) -> None:
+        """Cancel in-flight tool calls (and notifications if asked), then give them
+        ``callback_grace`` seconds to finish. One that ignores cancellation longer is
+        abandoned: its result is dropped and it finishes in the session nursery."""
+        for scope in list(self._tool_scopes.values()):
+            scope.cancel()
+        if notifications:
+            for scope in list(self._notify_scopes):
+                scope.cancel()
+        with trio.move_on_after(self._config.callback_grace):
+            while self._tool_scopes or (notifications and self._notify_scopes):
+                await self._callbacks_changed.wait()
+        self._tool_scopes.clear()
+        if notifications:
+            self._notify_scopes.clear()
+
+    # ------------------------------------------------------------------------------
+    # The cell task
+
+    async def run(self) -> None:
+        """The cell's life, as a task of the session nursery."""
+        try:
+            await self._lifecycle()
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._teardown()
+
+    async def _lifecycle(self) -> None:
+        if self._startup_error is not None:
+            self._finished = Finished(self._startup_error, {})
+        while True:
+            if self._terminate_requested:
+                await self._terminate()
+                return
+            if self._finished is not None or self._failure is not None:
+                break
+            await self._sleep_until_next_deadline()
+            self._on_deadlines()
+        await self._complete()
+
+    async def _sleep_until_next_deadline(self) -> None:
+        deadline = min(self._timers.values(), default=math.inf)
+        if self._observer is not None:
+            deadline = min(deadline, self._observer.deadline)
+        if self._wake.is_set():
+            self._wake = trio.Event()
+            await trio.lowlevel.checkpoint()
+            return
+        with trio.move_on_at(deadline):
+            await self._wake.wait()
+        self._wake = trio.Event()
+
+    def _on_deadlines(self) -> None:
+        if self.phase is not Phase.RUNNING or self._finished is not None or self._failure:
+            return
+        now = trio.current_time()
+        observer = self._observer
+        if observer is not None and observer.deadline <= now:
+            self._resolve(Yielded(self._take_buffer()))
+        due = sorted((deadline, timer_id) for timer_id, deadline in self._timers.items() if deadline <= now)
+        for _, timer_id in due:
+            del self._timers[timer_id]
+            if self._isolate is not None:
+                self._frontier_ready = False
+                self._isolate.send_timer_fired(timer_id)
+
+    async def _complete(self) -> None:
+        """The program finished (or broke a limit): drain, commit, deliver."""
+        self._timers.clear()
+        if self._isolate is not None:
+            if self._failure is not None:
+                await self._isolate.terminate()
+            else:
+                self._isolate.stop()
+        # 1. In-flight notifications finish (they are not cancelled), unless someone
+        #    terminates the cell meanwhile; then tool calls are cancelled.
+        while self._notify_scopes and not self._terminate_requested:
+            await self._sleep_until_next_deadline()
+        if self._terminate_requested:
+            await self._terminate()
+            return
+        await self._cancel_callbacks(notifications=False)
+        if self._terminate_requested:
+            await self._terminate()
+            return
+        # 2. Commit the stored writes atomically with the transition to COMPLETED.
+        if self._failure is not None:
+            error_text: str | None = self._failure
+        else:
+            assert self._finished is not None
+            error_text = self._finished.error_text
+            storage_error = self._host.commit_writes(self._finished.writes)
+            if storage_error is not None:
+                error_text = storage_error
+        if error_text is not None:
+            error_text = _truncate_error(error_text, self._config.max_error_text_bytes)
+        self._completion = Completed(self._take_buffer(), error_text)
+        self.phase = Phase.COMPLETED
+        # 3. Deliver it, or keep it buffered until someone observes or claims it.
+        if self._observer is not None:
+            self._deliver_completion(self._observer)
+        while self.phase is Phase.COMPLETED:
+            await self._sleep_until_next_deadline()
+
+    async def _terminate(self) -> None:
+        """Interrupt the program, cancel callbacks, hand out ``Terminated``."""
+        self.phase = Phase.TERMINATING
+        self._timers.clear()
+        if self._isolate is not None:
+            await self._isolate.terminate()
+        await self._cancel_callbacks(notifications=True)
+        self._finish_termination()
+
+    def _finish_termination(self) -> None:
+        items = (self._initial_yield or []) + self._take_buffer()
+        self._initial_yield = None
+        event = Terminated(items)
+        if self._observer is not None:
+            self._resolve(event)
+        for waiter in self._terminators:
+            if not waiter.abandoned and not waiter.delivered:
+                waiter.deliver(event)
+        self._terminators.clear()
+        self.phase = Phase.CLOSED
+
+    async def _teardown(self) -> None:
+        """Runs shielded, whatever ended the task (including a session cancelled by
+        an exception): nothing of the cell survives it, and its close path runs."""
+        if self.phase in (Phase.RUNNING, Phase.TERMINATING):
+            if self._isolate is not None:
+                await self._isolate.terminate()
+            await self._cancel_callbacks(notifications=True)
+            self._finish_termination()
+        self.phase = Phase.CLOSED
+        if self._isolate is not None:
+            await self._isolate.close()
+        await self._host.close_cell(self.id)

@@ -1,0 +1,280 @@
+"""The lowest layer: one V8 isolate, driven through mini-racer's C interface.
+
+mini-racer (``py_mini_racer``) ships V8 as a shared library with a small C API. Its
+Python front end drives that API from an asyncio event loop (on a thread of its own
+when none is running) and moves values one handle at a time. We use the C API
+directly instead, because the whole conversation with an isolate fits in two narrow
+paths:
+
+* **host -> isolate**: ``mr_eval`` of a tiny script ``__code_mode_recv("<json>")``. The
+  call only posts a task to the isolate's message-pump thread and returns at once, so
+  the trio thread never waits for JavaScript.
+* **isolate -> host**: the JavaScript runtime writes a batch of JSON messages as UTF-16
+  into a private ``ArrayBuffer`` whose backing memory we located once, then calls a
+  native *doorbell* function. The doorbell runs :meth:`NativeIsolate._on_callback` on
+  the isolate thread while the JavaScript is paused inside the call, so we can copy the
+  bytes without any race, and hand the text to the host with a thread-safe callback.
+
+Each mini-racer context owns one isolate and one OS thread (its message pump); nothing
+else is started per cell. Creating and disposing a context block for milliseconds (V8
+isolate creation, thread join), so :class:`NativeIsolate` is only constructed and
+closed on a :class:`~code_mode._engine._worker.BlockingWorker` thread.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections.abc import Callable
+from typing import Any, Final
+
+from py_mini_racer import init_mini_racer
+from py_mini_racer._dll import MR_CALLBACK
+
+from ._prelude import prelude_source
+
+# Value type tags of mini-racer's C API (see py_mini_racer/_objects.py).
+_TYPE_STR: Final = 5
+_TYPE_ARRAY_BUFFER: Final = 102
+_TYPE_EXECUTE_EXCEPTION: Final = 200
+_TYPE_PARSE_EXCEPTION: Final = 201
+_TYPE_OOM_EXCEPTION: Final = 202
+_TYPE_TERMINATED_EXCEPTION: Final = 204
+_ERROR_TYPES: Final = frozenset({200, 201, 202, 203, 204, 205, 206})
+
+# Callback ids: the two doorbells, then evaluation tags.
+_BELL_MORE: Final = 1
+_BELL_END: Final = 2
+_FIRST_TAG: Final = 16
+
+TASK_OK: Final = "ok"
+TASK_ERROR: Final = "error"
+TASK_OOM: Final = "oom"
+TASK_TERMINATED: Final = "terminated"
+
+_dll: Any = None
+_dll_lock = threading.Lock()
+
+
+def _library() -> Any:
+    global _dll
+    with _dll_lock:
+        if _dll is None:
+            _dll = init_mini_racer(ignore_duplicate_init=True)
+        return _dll
+
+
+class NativeIsolateError(Exception):
+    """V8 could not create or prepare an isolate."""
+
+
+BatchSink = Callable[[str | None], None]
+"""Receives one batch of messages (JSON text), or ``None`` when a batch was dropped for
+being larger than the message limit. Called on the isolate thread."""
+
+TaskSink = Callable[[int, str, str], None]
+"""Receives ``(tag, outcome, detail)`` when an evaluation posted with ``post`` ends.
+Called on the isolate thread."""
+
+
+class NativeIsolate:
+    """One V8 isolate with the code_mode prelude installed.
+
+    The constructor and :meth:`close` block (run them on a worker thread); every other
+    method returns at once and may be called from the trio thread. The two sinks are
+    called on the isolate's own thread and must only hand work over (for example with
+    ``TrioToken.run_sync_soon``); they must not raise.
+    """
+
+    def __init__(
+        self,
+        *,
+        memory_limit_bytes: int,
+        max_message_chars: int,
+        on_batch: BatchSink,
+        on_task: TaskSink,
+    ) -> None:
+        self._dll = _library()
+        self._on_batch = on_batch
+        self._on_task = on_task
+        self._max_message_chars = max_message_chars
+        self._chunks: list[str] = []
+        self._chunk_chars = 0
+        self._oversized = False
+        self._buffer_address = 0
+        self._closed = False
+        self._lock = threading.Lock()
+        # Set up synchronously: results of set-up evaluations arrive here.
+        self._setup_results: dict[int, Any] = {}
+        self._setup_done = threading.Condition()
+        self._next_tag = _FIRST_TAG
+        self._keep: list[Any] = []  # raw handles that must live as long as the context
+        self._callback = MR_CALLBACK(self._on_callback)
+        self._ctx = self._dll.mr_init_context(self._callback)
+        if not self._ctx:
+            raise NativeIsolateError("failed to initialize code mode runtime")
+        self._setup_phase = True
+        try:
+            self._dll.mr_set_hard_memory_limit(self._ctx, memory_limit_bytes)
+            self._install_prelude()
+        except BaseException:
+            self._dll.mr_free_context(self._ctx)
+            self._ctx = None
+            raise
+        self._setup_phase = False
+
+    # -- set-up (blocking) ------------------------------------------------------
+
+    def _eval_blocking(self, code: str) -> Any:
+        tag = self._post(code)
+        with self._setup_done:
+            while tag not in self._setup_results:
+                self._setup_done.wait()
+            return self._setup_results.pop(tag)
+
+    def _install_prelude(self) -> None:
+        dll = self._dll
+        global_handle = self._eval_blocking("globalThis")
+        if isinstance(global_handle, str):
+            raise NativeIsolateError(f"failed to initialize code mode runtime: {global_handle}")
+        try:
+            for name, callback_id in (("__cm_bell_more", _BELL_MORE), ("__cm_bell_end", _BELL_END)):
+                function = dll.mr_make_js_callback(self._ctx, callback_id)
+                key = self._string_value(name)
+                result = dll.mr_set_object_item(self._ctx, global_handle, key, function)
+                for handle in (function, key, result):
+                    dll.mr_free_value(self._ctx, handle)
+        finally:
+            dll.mr_free_value(self._ctx, global_handle)
+        buffer = self._eval_blocking(prelude_source())
+        if isinstance(buffer, str):
+            raise NativeIsolateError(f"failed to initialize code mode runtime: {buffer}")
+        self._keep.append(buffer)
+        self._buffer_address = int(buffer.contents.value.value_ptr)
+
+    def _string_value(self, text: str) -> Any:
+        data = text.encode("utf-8")
+        return self._dll.mr_alloc_string_val(self._ctx, data, len(data), _TYPE_STR)
+
+    # -- the two paths ----------------------------------------------------------
+
+    def _post(self, code: str) -> int:
+        with self._lock:
+            tag = self._next_tag
+            self._next_tag += 1
+        handle = self._string_value(code)
+        self._dll.mr_eval(self._ctx, handle, tag)
+        self._dll.mr_free_value(self._ctx, handle)
+        return tag
+
+    def post(self, code: str) -> int:
+        """Queue ``code`` for evaluation on the isolate thread; returns its tag (the
+        outcome reaches ``on_task``). Never blocks."""
+        if self._closed:
+            raise NativeIsolateError("isolate is closed")
+        return self._post(code)
+
+    def post_task(self, code: str) -> tuple[int, int]:
+        """Like :meth:`post` but also returns mini-racer's task id, for :meth:`cancel`."""
+        if self._closed:
+            raise NativeIsolateError("isolate is closed")
+        with self._lock:
+            tag = self._next_tag
+            self._next_tag += 1
+        handle = self._string_value(code)
+        task_id = int(self._dll.mr_eval(self._ctx, handle, tag))
+        self._dll.mr_free_value(self._ctx, handle)
+        return tag, task_id
+
+    def cancel(self, task_id: int) -> None:
+        """Interrupt the evaluation ``task_id`` if it is running (V8 terminate-execution);
+        a queued one is skipped. Never blocks."""
+        if not self._closed:
+            self._dll.mr_cancel_task(self._ctx, task_id)
+
+    def memory_limit_reached(self) -> bool:
+        return (not self._closed) and bool(self._dll.mr_hard_memory_limit_reached(self._ctx))
+
+    def _on_callback(self, callback_id: int, raw: Any) -> None:
+        # Runs on the isolate thread. Never raise: ctypes would print and swallow it.
+        try:
+            if callback_id in (_BELL_MORE, _BELL_END):
+                self._on_bell(callback_id == _BELL_END)
+                self._dll.mr_free_value(self._ctx, raw)
+            else:
+                self._on_result(callback_id, raw)
+        except BaseException:  # pragma: no cover - defensive
+            pass
+
+    def _on_bell(self, last: bool) -> None:
+        address = self._buffer_address
+        if not address:
+            return
+        count = ctypes.c_int32.from_address(address).value
+        if count < 0 or count > 32768:
+            self._oversized = True
+        elif not self._oversized:
+            self._chunk_chars += count
+            if self._chunk_chars > self._max_message_chars:
+                self._oversized = True
+                self._chunks.clear()
+            else:
+                raw = ctypes.string_at(address + 8, 2 * count)
+                self._chunks.append(raw.decode("utf-16-le", "replace"))
+        if last:
+            text = None if self._oversized else "".join(self._chunks)
+            self._chunks = []
+            self._chunk_chars = 0
+            self._oversized = False
+            self._on_batch(text)
+
+    def _on_result(self, tag: int, raw: Any) -> None:
+        contents = raw.contents
+        kind = int(contents.type)
+        if self._setup_phase:
+            value: Any
+            if kind in _ERROR_TYPES or kind == _TYPE_STR:
+                value = contents.value.bytes_val[0 : contents.len].decode("utf-8", "replace")
+                if kind not in _ERROR_TYPES:
+                    value = ("ok", value)
+                self._dll.mr_free_value(self._ctx, raw)
+            else:
+                value = raw  # an object handle the set-up keeps
+            with self._setup_done:
+                self._setup_results[tag] = value
+                self._setup_done.notify_all()
+            return
+        detail = ""
+        if kind == _TYPE_OOM_EXCEPTION:
+            outcome = TASK_OOM
+        elif kind == _TYPE_TERMINATED_EXCEPTION:
+            outcome = TASK_TERMINATED
+        elif kind in _ERROR_TYPES:
+            outcome = TASK_ERROR
+            detail = contents.value.bytes_val[0 : contents.len].decode("utf-8", "replace")
+        else:
+            outcome = TASK_OK
+        self._dll.mr_free_value(self._ctx, raw)
+        if outcome != TASK_OOM and self._dll.mr_hard_memory_limit_reached(self._ctx):
+            outcome = TASK_OOM
+        self._on_task(tag, outcome, detail)
+
+    # -- teardown (blocking) ----------------------------------------------------
+
+    def close(self) -> None:
+        """Stop any JavaScript, join the isolate thread and free the isolate. Blocks."""
+        if self._closed:
+            return
+        self._closed = True
+        ctx, self._ctx = self._ctx, None
+        self._buffer_address = 0
+        if ctx:
+            for handle in self._keep:
+                self._dll.mr_free_value(ctx, handle)
+            self._keep.clear()
+            self._dll.mr_free_context(ctx)
+
+
+def live_isolate_count() -> int:
+    """How many mini-racer contexts (isolates) exist in this process (for tests)."""
+    return int(_library().mr_context_count())

@@ -1,0 +1,89 @@
+"""A session-owned thread for the native calls that block.
+
+Creating a V8 isolate and disposing of one (which joins its thread) take milliseconds.
+They must not run on the trio thread, and using ``trio.to_thread`` would leave trio's
+cached worker threads alive after the session. So each session owns exactly one
+:class:`BlockingWorker`: started when the session opens, joined when it closes.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import trio
+
+T = TypeVar("T")
+
+_STOP = object()
+
+
+class _Job:
+    __slots__ = ("done", "error", "function", "result")
+
+    def __init__(self, function: Callable[[], Any]) -> None:
+        self.function = function
+        self.done = trio.Event()
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+
+class BlockingWorker:
+    """Runs blocking callables one at a time on a dedicated thread."""
+
+    def __init__(self, name: str = "code-mode-engine") -> None:
+        self._name = name
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._stopped = trio.Event()
+
+    def start(self) -> None:
+        self._token = trio.lowlevel.current_trio_token()
+        self._thread = threading.Thread(target=self._main, name=self._name, daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        token = self._token
+        assert token is not None
+        while True:
+            job = self._jobs.get()
+            if job is _STOP:
+                token.run_sync_soon(self._stopped.set)
+                return
+            try:
+                job.result = job.function()
+            except BaseException as error:
+                job.error = error
+            token.run_sync_soon(job.done.set)
+
+    async def run(self, function: Callable[[], T]) -> T:
+        """Run ``function()`` on the worker thread and return its result.
+
+        Not cancellable: these calls are short and their results own native
+        resources (an isolate) that must not be dropped on the floor, so the caller
+        waits for them even while being cancelled, then sees the cancellation at its
+        next checkpoint.
+        """
+        if self._thread is None:
+            raise RuntimeError("BlockingWorker is not running")
+        job = _Job(function)
+        self._jobs.put(job)
+        with trio.CancelScope(shield=True):
+            await job.done.wait()
+        if job.error is not None:
+            raise job.error
+        result: T = job.result
+        return result
+
+    async def aclose(self) -> None:
+        """Finish queued jobs, stop the thread and join it."""
+        if self._thread is None:
+            return
+        self._jobs.put(_STOP)
+        with trio.CancelScope(shield=True):
+            await self._stopped.wait()
+        self._thread.join()  # returns at once: the thread has signalled its exit
+        self._thread = None

@@ -1,0 +1,245 @@
+"""The trio-facing handle of one isolate running one program.
+
+:class:`Isolate` hides the native layer from the cell: the cell says "start this
+program", "here is the result of ``tool-3``", "timer 2 fired", "terminate", and hears
+back typed events through an :class:`EngineListener`, all on the trio thread.
+
+Commands are coalesced: everything the cell sends during one pass of the trio
+scheduler goes to the isolate as one evaluation, followed by a *probe* evaluation.
+Because the isolate thread runs posted tasks in order and drains microtasks after each
+one, the probe finishing means every input sent so far has been processed and the
+microtask queue is empty; when no evaluation is left in flight the listener hears
+:meth:`EngineListener.on_engine_idle`, which the cell uses to detect a pending frontier.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+import trio
+
+from .._config import RuntimeConfig
+from ._bridge import EngineEvent, MessageValidator, ProtocolViolation
+from ._native import TASK_ERROR, TASK_OK, TASK_OOM, TASK_TERMINATED, NativeIsolate
+from ._worker import BlockingWorker
+
+PROBE = '__code_mode_recv("[]")'
+
+#: How long a terminating isolate gets to hand over output it had queued but not yet
+#: sent, after its JavaScript was interrupted. A program spinning in its microtask
+#: queue never answers; it is then torn down without that last output.
+DRAIN_TIMEOUT = 0.05
+
+
+class EngineListener(Protocol):
+    """Receives what an isolate reports. Every method runs on the trio thread."""
+
+    def on_engine_event(self, event: EngineEvent) -> None: ...
+
+    def on_engine_idle(self) -> None: ...
+
+    def on_engine_failure(self, message: str) -> None: ...
+
+
+class Isolate:
+    """One V8 isolate running one program, seen from trio."""
+
+    def __init__(self, worker: BlockingWorker, config: RuntimeConfig) -> None:
+        self._worker = worker
+        self._config = config
+        self._native: NativeIsolate | None = None
+        self._listener: EngineListener | None = None
+        self._validator: MessageValidator | None = None
+        self._token = trio.lowlevel.current_trio_token()
+        self._outbox: list[str] = []
+        self._post_scheduled = False
+        self._in_flight: dict[int, int] = {}  # tag -> mini-racer task id
+        self._terminating = False
+        self._drained: trio.Event | None = None
+        self._drain_tag = -1
+        self._failed = False
+        self._closed = False
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    async def create(self) -> None:
+        """Create the isolate and install the prelude (on the worker thread)."""
+        config = self._config
+
+        def build() -> NativeIsolate:
+            return NativeIsolate(
+                memory_limit_bytes=config.memory_limit_bytes,
+                max_message_chars=config.max_message_bytes,
+                on_batch=self._batch_from_thread,
+                on_task=self._task_from_thread,
+            )
+
+        self._native = await self._worker.run(build)
+
+    def start(
+        self,
+        listener: EngineListener,
+        *,
+        source: str,
+        tools: list[dict[str, str]],
+        stored: dict[str, Any],
+    ) -> None:
+        """Run ``source``. ``tools`` lists ``{"ident", "description", "kind"}``."""
+        self._listener = listener
+        self._validator = MessageValidator(
+            tool_idents=frozenset(tool["ident"] for tool in tools),
+            max_json_depth=self._config.max_json_depth,
+        )
+        self._send(
+            {
+                "t": "start",
+                "source": source,
+                "tools": tools,
+                "stored": stored,
+                "allow_remote_images": self._config.allow_remote_image_urls,
+                "max_stored_entries": self._config.max_stored_entries,
+                "max_stored_bytes": self._config.max_stored_bytes,
+            }
+        )
+
+    async def terminate(self) -> None:
+        """Interrupt the program at once (even ``while (true) {}``), then give the
+        isolate a moment to hand over output it had queued."""
+        native = self._native
+        if native is None or self._closed or self._terminating:
+            return
+        self._terminating = True
+        self._outbox.clear()
+        for task_id in list(self._in_flight.values()):
+            native.cancel(task_id)
+        self._drained = trio.Event()
+        try:
+            self._drain_tag, task_id = native.post_task(PROBE)
+        except Exception:
+            return
+        self._in_flight[self._drain_tag] = task_id
+        with trio.move_on_after(DRAIN_TIMEOUT):
+            await self._drained.wait()
+
+    def stop(self) -> None:
+        """The program finished: interrupt anything it left running (a program may
+        spin after ``exit()``) and ignore whatever it reports from now on."""
+        native = self._native
+        if native is None or self._closed or self._terminating:
+            return
+        self._terminating = True
+        self._outbox.clear()
+        for task_id in list(self._in_flight.values()):
+            native.cancel(task_id)
+
+    async def close(self) -> None:
+        """Free the isolate (stops any JavaScript still running, joins its thread)."""
+        native, self._native = self._native, None
+        self._closed = True
+        if native is not None:
+            await self._worker.run(native.close)
+
+    @property
+    def idle(self) -> bool:
+        """No command is queued or being processed: the program is waiting."""
+        return not self._in_flight and not self._outbox and not self._post_scheduled
+
+    # -- commands ------------------------------------------------------------------
+
+    def send_tool_result(self, call_id: str, value: Any) -> None:
+        self._send({"t": "result", "id": call_id, "ok": True, "value": value})
+
+    def send_tool_error(self, call_id: str, message: str) -> None:
+        self._send({"t": "result", "id": call_id, "ok": False, "message": message})
+
+    def send_timer_fired(self, timer_id: int) -> None:
+        self._send({"t": "fire", "id": timer_id})
+
+    def _send(self, command: dict[str, Any]) -> None:
+        if self._closed or self._terminating or self._failed:
+            return
+        self._outbox.append(json.dumps(command, ensure_ascii=False, allow_nan=False))
+        if not self._post_scheduled:
+            self._post_scheduled = True
+            self._token.run_sync_soon(self._post_outbox)
+
+    def _post_outbox(self) -> None:
+        self._post_scheduled = False
+        native = self._native
+        if not self._outbox or native is None or self._terminating or self._failed:
+            self._outbox.clear()
+            return
+        batch = "[" + ",".join(self._outbox) + "]"
+        self._outbox.clear()
+        for code in (f"__code_mode_recv({json.dumps(batch)})", PROBE):
+            tag, task_id = native.post_task(code)
+            self._in_flight[tag] = task_id
+
+    # -- reports from the isolate thread -------------------------------------------
+
+    def _batch_from_thread(self, text: str | None) -> None:
+        try:
+            self._token.run_sync_soon(self._on_batch, text)
+        except trio.RunFinishedError:  # pragma: no cover - session already gone
+            pass
+
+    def _task_from_thread(self, tag: int, outcome: str, detail: str) -> None:
+        try:
+            self._token.run_sync_soon(self._on_task, tag, outcome, detail)
+        except trio.RunFinishedError:  # pragma: no cover - session already gone
+            pass
+
+    def _on_batch(self, text: str | None) -> None:
+        if self._closed or self._failed or self._listener is None:
+            return
+        assert self._validator is not None
+        if text is None:
+            self._fail(
+                "exec cell sent a message larger than the limit of "
+                f"{self._config.max_message_bytes} characters (RuntimeConfig.max_message_bytes)"
+            )
+            return
+        try:
+            events = self._validator.parse_batch(text)
+        except ProtocolViolation as violation:
+            self._fail(f"exec runtime sent an invalid message: {violation}")
+            return
+        for event in events:
+            if self._failed or self._closed:
+                return
+            self._listener.on_engine_event(event)
+
+    def _on_task(self, tag: int, outcome: str, detail: str) -> None:
+        self._in_flight.pop(tag, None)
+        if self._closed:
+            return
+        if tag == self._drain_tag and self._drained is not None:
+            self._drained.set()
+            return
+        if self._terminating or self._failed:
+            return
+        if outcome == TASK_OOM:
+            self._fail(
+                f"exec cell exceeded its memory limit of {self._config.memory_limit_bytes} "
+                "bytes (RuntimeConfig.memory_limit_bytes)"
+            )
+            return
+        if outcome == TASK_ERROR:
+            self._fail(f"exec runtime failed: {detail}")
+            return
+        if outcome == TASK_TERMINATED:
+            self._fail("exec runtime ended unexpectedly")
+            return
+        assert outcome == TASK_OK
+        if self.idle and self._listener is not None:
+            self._listener.on_engine_idle()
+
+    def _fail(self, message: str) -> None:
+        self._failed = True
+        self._outbox.clear()
+        if self._native is not None:
+            for task_id in list(self._in_flight.values()):
+                self._native.cancel(task_id)
+        if self._listener is not None:
+            self._listener.on_engine_failure(message)

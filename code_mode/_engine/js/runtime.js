@@ -1,0 +1,549 @@
+// The in-isolate half of the bridge: installs the globals a program sees and speaks
+// the JSON protocol with the host.
+//
+// This fragment is pasted, after output.js, inside one strict-mode function that runs
+// before any user code (see _engine/_prelude.py). Everything it needs from the
+// language is captured into local constants first, so a program that later replaces
+// `JSON.stringify`, `Array.prototype.push` or `Promise.prototype.then` cannot break
+// the runtime; it can only break itself.
+//
+// Host -> isolate: the host evaluates `__code_mode_recv("<json array of commands>")`.
+// Isolate -> host: `rtSend(message)` queues a JSON message; `rtFlush()` writes the
+// queued batch as UTF-16 into a private ArrayBuffer whose memory the host reads from
+// inside the native doorbell call (`rtBellMore` for a partial chunk, `rtBellEnd` for
+// the last one). The program never sees the buffer or the doorbells.
+
+const rtJSONStringify = JSON.stringify;
+const rtJSONParse = JSON.parse;
+const rtString = String;
+const rtNumber = Number;
+const rtMathMin = Math.min;
+const rtMathTrunc = Math.trunc;
+const rtNumberIsFinite = Number.isFinite;
+const rtReflectApply = Reflect.apply;
+const rtObjectDefineProperty = Object.defineProperty;
+const rtObjectFreeze = Object.freeze;
+const rtObjectHasOwn = Object.hasOwn;
+const rtObjectKeys = Object.keys;
+const rtObjectPrototype = Object.prototype;
+const rtError = Error;
+const rtTypeError = TypeError;
+const rtSyntaxError = SyntaxError;
+const rtPromise = Promise;
+const rtPromiseThen = Promise.prototype.then;
+const rtPromiseWithResolvers = Promise.withResolvers;
+const rtProxy = Proxy;
+const rtReflectGet = Reflect.get;
+const rtPromiseReject = Promise.reject;
+const rtMapForEach = Map.prototype.forEach;
+const rtStringStartsWith = String.prototype.startsWith;
+const rtMap = Map;
+const rtMapGet = Map.prototype.get;
+const rtMapSet = Map.prototype.set;
+const rtMapHas = Map.prototype.has;
+const rtMapDelete = Map.prototype.delete;
+const rtMapSize = Object.getOwnPropertyDescriptor(Map.prototype, "size").get;
+const rtArrayPush = Array.prototype.push;
+const rtArrayJoin = Array.prototype.join;
+const rtStringCharCodeAt = String.prototype.charCodeAt;
+const rtStringSlice = String.prototype.slice;
+const rtRegExpExec = RegExp.prototype.exec;
+const rtErrorToString = Error.prototype.toString;
+const rtIndirectEval = eval;
+const rtGlobal = globalThis;
+const rtUint16Array = Uint16Array;
+const rtInt32Array = Int32Array;
+const rtArrayBuffer = ArrayBuffer;
+
+// ---------------------------------------------------------------------------
+// The outgoing channel.
+
+const RT_CHUNK = 32768; // UTF-16 code units per doorbell
+const rtBuffer = new rtArrayBuffer(8 + 2 * RT_CHUNK);
+const rtHeader = new rtInt32Array(rtBuffer, 0, 2);
+const rtUnits = new rtUint16Array(rtBuffer, 8);
+const RT_FLUSH_AT = 256; // queued messages that force a flush
+let rtQueue = [];
+
+function rtWrite(s) {
+  const length = s.length;
+  let offset = 0;
+  for (;;) {
+    const n = rtMathMin(RT_CHUNK, length - offset);
+    for (let i = 0; i < n; i++) {
+      rtUnits[i] = rtReflectApply(rtStringCharCodeAt, s, [offset + i]);
+    }
+    rtHeader[0] = n;
+    offset += n;
+    if (offset >= length) {
+      rtBellEnd();
+      return;
+    }
+    rtBellMore();
+  }
+}
+
+function rtFlush() {
+  if (rtQueue.length === 0) return;
+  const batch = rtQueue;
+  rtQueue = [];
+  rtWrite("[" + rtReflectApply(rtArrayJoin, batch, [","]) + "]");
+}
+
+// Queues one message (already JSON text). Messages that the host must see now
+// (tool calls, notifications, yields, completion) flush at once; output items are
+// batched and flushed at the next such point or when the host probes for idleness.
+function rtSendRaw(json, urgent) {
+  rtReflectApply(rtArrayPush, rtQueue, [json]);
+  if (urgent || rtQueue.length >= RT_FLUSH_AT) rtFlush();
+}
+
+function rtSend(message, urgent) {
+  rtSendRaw(rtReflectApply(rtJSONStringify, undefined, [message]), urgent);
+}
+
+// ---------------------------------------------------------------------------
+// Cell state.
+
+let rtStarted = false;
+let rtFinished = false; // completion (or exit) sent: every later effect is dropped
+let rtToolSeq = 0;
+let rtTimerSeq = 0;
+const rtPendingTools = new rtMap(); // id -> {resolve, reject}
+const rtTimers = new rtMap(); // id -> callback
+let rtStored = new rtMap(); // key -> JSON text (snapshot + this cell's writes)
+const rtWrites = new rtMap(); // key -> JSON text
+let rtStoredLimits = { entries: 256, bytes: 8388608 };
+let rtAllowRemoteImages = true;
+
+// A helper's own failure: an Error whose `stack` is its message alone, so an uncaught
+// one reads as exactly that text (no internal frames).
+function rtHelperError(message, ctor) {
+  const error = new (ctor || rtError)(message);
+  rtObjectDefineProperty(error, "stack", {
+    value: message,
+    writable: true,
+    configurable: true,
+    enumerable: false,
+  });
+  return error;
+}
+
+function rtFinish(errorText) {
+  if (rtFinished) return;
+  rtFinished = true;
+  const writes = {};
+  rtReflectApply(rtMapForEach, rtWrites, [
+    (json, key) => {
+      writes[key] = json;
+    },
+  ]);
+  // `writes` values are JSON texts: the host parses them (and checks them).
+  rtSend({ t: "done", error: errorText, writes }, true);
+}
+
+function rtNever() {
+  return new rtPromise(() => {});
+}
+
+// ---------------------------------------------------------------------------
+// Stack traces: frames of the program read `exec_main.mjs:<line>:<column>` with the
+// user's own positions; frames of this runtime are hidden.
+
+const RT_FILE = "exec_main.mjs";
+const RT_PREFIX = '(async function () {"use strict";';
+
+function rtFormatFrame(frame) {
+  if (frame.getScriptNameOrSourceURL() !== RT_FILE) return null;
+  const line = frame.getLineNumber();
+  let column = frame.getColumnNumber();
+  if (line === 1) column -= RT_PREFIX.length;
+  const location = RT_FILE + ":" + line + ":" + column;
+  let name = frame.getFunctionName();
+  if (name === "eval" && frame.isEval()) name = null;
+  const prefix = (frame.isAsync() ? "async " : "") + (frame.isConstructor() ? "new " : "");
+  if (!name) return prefix + location;
+  if (!frame.isToplevel() && !frame.isConstructor()) {
+    let typeName = null;
+    try {
+      typeName = frame.getTypeName();
+    } catch {
+      typeName = null;
+    }
+    if (typeName && typeName !== "Object" && !rtReflectApply(rtStringStartsWith, name, [typeName + "."])) {
+      name = typeName + "." + name;
+    }
+  }
+  return prefix + name + " (" + location + ")";
+}
+
+function rtPrepareStackTrace(error, frames) {
+  let header;
+  try {
+    header = rtReflectApply(rtErrorToString, error, []);
+  } catch {
+    header = "Error";
+  }
+  const lines = [header];
+  for (let i = 0; i < frames.length; i++) {
+    let text = null;
+    try {
+      text = rtFormatFrame(frames[i]);
+    } catch {
+      text = null;
+    }
+    if (text !== null) rtReflectApply(rtArrayPush, lines, ["    at " + text]);
+  }
+  return rtReflectApply(rtArrayJoin, lines, ["\n"]);
+}
+
+// ---------------------------------------------------------------------------
+// Globals.
+
+function rtDefineGlobal(name, value) {
+  rtObjectDefineProperty(rtGlobal, name, {
+    value,
+    writable: true,
+    configurable: true,
+    enumerable: false,
+  });
+}
+
+function rtText(value) {
+  if (rtFinished) return undefined;
+  const item = cmTextItem(value);
+  rtSendRaw(rtReflectApply(rtJSONStringify, undefined, [{ t: "text", text: item.text }]), false);
+  return undefined;
+}
+
+function rtImage() {
+  if (rtFinished) return undefined;
+  const item = cmImageItem(arguments, rtAllowRemoteImages);
+  rtSend({ t: "image", image_url: item.image_url, detail: item.detail }, false);
+  return undefined;
+}
+
+function rtSendItems(items) {
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i];
+    if (item.type === "text") rtSend({ t: "text", text: item.text }, false);
+    else rtSend({ t: "image", image_url: item.image_url, detail: item.detail }, false);
+  }
+}
+
+function rtForwardOutput() {
+  if (rtFinished) return undefined;
+  rtSendItems(cmForwardOutputItems(arguments, rtAllowRemoteImages));
+  return undefined;
+}
+
+function rtConsoleMethod() {
+  return function () {
+    if (rtFinished) return undefined;
+    rtSend({ t: "text", text: cmConsoleText(arguments) }, false);
+    return undefined;
+  };
+}
+
+function rtNotify(value) {
+  if (rtFinished) return undefined;
+  const text = cmNotifyText(value);
+  rtSend({ t: "notify", text }, true);
+  return undefined;
+}
+
+function rtYieldControl() {
+  if (rtFinished) return undefined;
+  rtSend({ t: "yield" }, true);
+  return undefined;
+}
+
+function rtExit() {
+  rtFinish(null);
+  return undefined;
+}
+
+function rtStoreKey(key, what) {
+  try {
+    return rtString(key);
+  } catch {
+    throw rtHelperError(what + " key must be a string", rtTypeError);
+  }
+}
+
+function rtStore(key, value) {
+  const k = rtStoreKey(key, "store");
+  if (rtFinished) return undefined;
+  const json = rtReflectApply(rtJSONStringify, undefined, [value]);
+  if (json === undefined) {
+    throw rtHelperError(
+      "Unable to store " +
+        rtReflectApply(rtJSONStringify, undefined, [k]) +
+        ". Only plain serializable objects can be stored.",
+    );
+  }
+  let entries = rtReflectApply(rtMapSize, rtStored, []);
+  let bytes = 0;
+  rtReflectApply(rtMapForEach, rtStored, [
+    (text, storedKey) => {
+      if (storedKey !== k) bytes += storedKey.length + text.length;
+    },
+  ]);
+  if (!rtReflectApply(rtMapHas, rtStored, [k])) entries += 1;
+  bytes += k.length + json.length;
+  if (entries > rtStoredLimits.entries || bytes > rtStoredLimits.bytes) {
+    rtFinish(
+      "code mode session storage exceeds its limit of " +
+        rtStoredLimits.entries +
+        " entries or " +
+        rtStoredLimits.bytes +
+        " serialized bytes",
+    );
+    return undefined;
+  }
+  rtReflectApply(rtMapSet, rtStored, [k, json]);
+  rtReflectApply(rtMapSet, rtWrites, [k, json]);
+  return undefined;
+}
+
+function rtLoad(key) {
+  const k = rtStoreKey(key, "load");
+  if (!rtReflectApply(rtMapHas, rtStored, [k])) return undefined;
+  return rtReflectApply(rtJSONParse, undefined, [rtReflectApply(rtMapGet, rtStored, [k])]);
+}
+
+function rtSetTimeout(callback, delay) {
+  if (typeof callback !== "function") {
+    throw rtHelperError("setTimeout expects a function callback", rtTypeError);
+  }
+  let ms = rtNumber(delay);
+  if (!rtNumberIsFinite(ms) || ms <= 0) ms = 0;
+  else ms = rtMathTrunc(ms);
+  if (rtFinished) return undefined;
+  rtTimerSeq += 1;
+  const id = rtTimerSeq;
+  rtReflectApply(rtMapSet, rtTimers, [id, callback]);
+  rtSend({ t: "timer", id, ms }, true);
+  return id;
+}
+
+function rtClearTimeout(id) {
+  if (id === undefined || id === null) return undefined;
+  let n;
+  try {
+    n = rtNumber(id);
+  } catch {
+    throw rtHelperError("clearTimeout expects a numeric timeout id", rtTypeError);
+  }
+  if (!rtNumberIsFinite(n) || n <= 0) return undefined;
+  if (rtReflectApply(rtMapDelete, rtTimers, [n]) && !rtFinished) {
+    rtSend({ t: "clear", id: n }, true);
+  }
+  return undefined;
+}
+
+function rtMakeTool(ident, kind) {
+  const tool = function (input) {
+    if (rtFinished) return rtNever();
+    let json;
+    if (input !== undefined) {
+      // Throws synchronously (BigInt, cycles, throwing toJSON), as documented.
+      json = rtReflectApply(rtJSONStringify, undefined, [input]);
+    }
+    if (kind === "function") {
+      if (json === undefined) json = "{}";
+      else if (json[0] !== "{") {
+        return rtReflectApply(rtPromiseReject, rtPromise, [
+          rtHelperError("tool `" + ident + "` expects a JSON object for arguments"),
+        ]);
+      }
+    } else if (json === undefined || json[0] !== '"') {
+      return rtReflectApply(rtPromiseReject, rtPromise, [
+        rtHelperError("tool `" + ident + "` expects a string input"),
+      ]);
+    }
+    rtToolSeq += 1;
+    const id = "tool-" + rtToolSeq;
+    const { promise, resolve, reject } = rtReflectApply(rtPromiseWithResolvers, rtPromise, []);
+    rtReflectApply(rtMapSet, rtPendingTools, [id, { resolve, reject }]);
+    rtSendRaw(
+      '{"t":"tool","id":"' +
+        id +
+        '","name":' +
+        rtReflectApply(rtJSONStringify, undefined, [ident]) +
+        ',"input":' +
+        json +
+        "}",
+      true,
+    );
+    return promise;
+  };
+  rtObjectDefineProperty(tool, "name", { value: ident });
+  return tool;
+}
+
+const RT_NOT_TOOLS = { then: true, toJSON: true, constructor: true, __proto__: null };
+
+function rtMakeTools(definitions) {
+  const target = {};
+  for (let i = 0; i < definitions.length; i++) {
+    const d = definitions[i];
+    target[d.ident] = rtMakeTool(d.ident, d.kind);
+  }
+  return new rtProxy(target, {
+    get(obj, key, receiver) {
+      if (
+        typeof key !== "string" ||
+        rtObjectHasOwn(obj, key) ||
+        key in rtObjectPrototype ||
+        RT_NOT_TOOLS[key] === true
+      ) {
+        return rtReflectApply(rtReflectGet, undefined, [obj, key, receiver]);
+      }
+      return function () {
+        return rtReflectApply(rtPromiseReject, rtPromise, [
+          rtHelperError("tool `" + key + "` is not enabled in exec"),
+        ]);
+      };
+    },
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Starting the program.
+
+const rtImportPattern = /^\s*(?:import\s*(?:[\w$*{}\s,]+?\s*from\s*)?|export\s+[\w$*{}\s,]*?\s*from\s*)(['"])([^'"]*)\1/m;
+
+function rtCompile(source) {
+  try {
+    return rtIndirectEval(RT_PREFIX + source + "\n})\n//# sourceURL=" + RT_FILE);
+  } catch (error) {
+    if (error instanceof rtSyntaxError) {
+      const match = rtReflectApply(rtRegExpExec, rtImportPattern, [source]);
+      if (match !== null) return "Unsupported import in exec: " + match[2];
+      return error.name + ": " + error.message;
+    }
+    return cmErrorText(error);
+  }
+}
+
+function rtStart(command) {
+  if (rtStarted) return;
+  rtStarted = true;
+  rtAllowRemoteImages = command.allow_remote_images !== false;
+  rtStoredLimits = { entries: command.max_stored_entries, bytes: command.max_stored_bytes };
+  const stored = command.stored;
+  const keys = rtObjectKeys(stored);
+  for (let i = 0; i < keys.length; i++) {
+    rtReflectApply(rtMapSet, rtStored, [
+      keys[i],
+      rtReflectApply(rtJSONStringify, undefined, [stored[keys[i]]]),
+    ]);
+  }
+
+  const allTools = [];
+  for (let i = 0; i < command.tools.length; i++) {
+    const d = command.tools[i];
+    allTools[i] = { name: d.ident, description: d.description };
+  }
+  const console = {
+    log: rtConsoleMethod(),
+    info: rtConsoleMethod(),
+    warn: rtConsoleMethod(),
+    error: rtConsoleMethod(),
+    debug: rtConsoleMethod(),
+  };
+  rtDefineGlobal("tools", rtMakeTools(command.tools));
+  rtDefineGlobal("ALL_TOOLS", allTools);
+  rtDefineGlobal("clearTimeout", rtClearTimeout);
+  rtDefineGlobal("setTimeout", rtSetTimeout);
+  rtDefineGlobal("text", rtText);
+  rtDefineGlobal("image", rtImage);
+  rtDefineGlobal("forward_output", rtForwardOutput);
+  rtDefineGlobal("console", console);
+  rtDefineGlobal("store", rtStore);
+  rtDefineGlobal("load", rtLoad);
+  rtDefineGlobal("notify", rtNotify);
+  rtDefineGlobal("yield_control", rtYieldControl);
+  rtDefineGlobal("exit", rtExit);
+
+  rtSend({ t: "started" }, true);
+  const compiled = rtCompile(command.source);
+  if (typeof compiled === "string") {
+    rtFinish(compiled);
+    return;
+  }
+  let promise;
+  try {
+    promise = compiled();
+  } catch (error) {
+    rtFinish(cmErrorText(error));
+    return;
+  }
+  rtReflectApply(rtPromiseThen, promise, [
+    () => rtFinish(null),
+    (error) => rtFinish(cmErrorText(error)),
+  ]);
+}
+
+// ---------------------------------------------------------------------------
+// Commands from the host.
+
+function rtSettleTool(command) {
+  const pending = rtReflectApply(rtMapGet, rtPendingTools, [command.id]);
+  if (pending === undefined) return;
+  rtReflectApply(rtMapDelete, rtPendingTools, [command.id]);
+  if (rtFinished) return;
+  if (command.ok) pending.resolve(command.value);
+  else pending.reject(rtHelperError(rtString(command.message)));
+}
+
+function rtFire(id) {
+  const callback = rtReflectApply(rtMapGet, rtTimers, [id]);
+  if (callback === undefined) return;
+  rtReflectApply(rtMapDelete, rtTimers, [id]);
+  if (rtFinished) return;
+  try {
+    rtReflectApply(callback, undefined, []);
+  } catch (error) {
+    rtFinish(cmErrorText(error));
+  }
+}
+
+function rtRecv(json) {
+  const commands = rtReflectApply(rtJSONParse, undefined, [json]);
+  for (let i = 0; i < commands.length; i++) {
+    const command = commands[i];
+    switch (command.t) {
+      case "start":
+        rtStart(command);
+        break;
+      case "result":
+        rtSettleTool(command);
+        break;
+      case "fire":
+        rtFire(command.id);
+        break;
+      default:
+        break;
+    }
+  }
+  rtFlush();
+  return undefined;
+}
+
+for (const name of ["console", "Atomics", "SharedArrayBuffer", "WebAssembly"]) {
+  delete rtGlobal[name];
+}
+rtObjectDefineProperty(Error, "prepareStackTrace", {
+  value: rtPrepareStackTrace,
+  writable: true,
+  configurable: true,
+  enumerable: false,
+});
+rtObjectDefineProperty(rtGlobal, "__code_mode_recv", {
+  value: rtObjectFreeze(rtRecv),
+  writable: false,
+  configurable: false,
+  enumerable: false,
+});

@@ -1,0 +1,233 @@
+"""`SessionRuntime`: owns the cells of one agent session (``runtime.md`` section 1).
+
+The session is an async context manager around a trio nursery. Each admitted cell is
+one task in that nursery with its own cancel scope, so leaving the ``async with``
+block is the whole teardown story: every live cell is terminated, its callbacks are
+cancelled, its ``cell_closed`` runs (shielded), and only then does the block exit.
+
+State:
+
+* the *registry* ``cell id -> Live(cell) | Closing``, guarded by one FIFO
+  ``trio.Lock`` (ordering of admissions and shutdown relies on its fairness);
+* a live count of registry entries that ``shutdown`` waits on;
+* the session's stored values, merged from each completing cell;
+* two flags: *rejecting* (no new ``execute`` may start; set the moment a shutdown or
+  the drop begins) and *closed* (set under the lock, so an ``execute`` that queued on
+  the lock before a ``shutdown`` is still admitted, as the seed test requires).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+from types import TracebackType
+from typing import Final
+
+import attrs
+import trio
+
+from ._cell import Cell, CellHost, _Observer
+from ._config import RuntimeConfig
+from ._delegate import SessionRuntimeDelegate
+from ._engine._worker import BlockingWorker
+from ._errors import DuplicateCell, MissingCell, ShuttingDown
+from ._observer import OneShot
+from ._types import JSON, CellEvent, CellId, ExecuteRequest, ObserveMode
+
+logger = logging.getLogger("code_mode")
+
+_CLOSING: Final = "closing"
+
+
+@attrs.frozen(eq=False)
+class StartedCell:
+    """An admitted cell. Not awaiting :meth:`initial_event` does not stop it."""
+
+    cell_id: CellId
+    _observer: _Observer = attrs.field(alias="observer", repr=False)
+
+    async def initial_event(self) -> CellEvent:
+        """The first event of the cell, for the observe mode given to ``execute``."""
+        return await self._observer.wait()
+
+
+@attrs.frozen(eq=False)
+class PendingEvent:
+    """An observation already admitted (ordered) by ``begin_observe``."""
+
+    cell_id: CellId
+    _waiter: OneShot[CellEvent] = attrs.field(alias="waiter", repr=False)
+
+    async def event(self) -> CellEvent:
+        """Wait for the observation's outcome."""
+        return await self._waiter.wait()
+
+
+class SessionRuntime:
+    """Runs cells for one agent session; use as ``async with SessionRuntime(...)``."""
+
+    def __init__(
+        self, delegate: SessionRuntimeDelegate, config: RuntimeConfig | None = None
+    ) -> None:
+        self._delegate = delegate
+        self._config = config if config is not None else RuntimeConfig()
+        self._registry: dict[CellId, Cell | str] = {}
+        self._registry_lock = trio.Lock()
+        self._cell_count = 0
+        self._count_changed = trio.Event()
+        self._stored: dict[str, JSON] = {}
+        self._ids = itertools.count(1)
+        self._rejecting = False
+        self._closed = False
+        self._alive = False
+        self._nursery_manager: trio.NurseryManager | None = None
+        self._nursery: trio.Nursery | None = None
+        self._worker = BlockingWorker()
+        self._host: CellHost | None = None
+
+    @property
+    def config(self) -> RuntimeConfig:
+        return self._config
+
+    # -- the session block ---------------------------------------------------------
+
+    async def __aenter__(self) -> SessionRuntime:
+        if self._nursery_manager is not None:
+            raise RuntimeError("a SessionRuntime can only be entered once")
+        self._nursery_manager = trio.open_nursery()
+        self._nursery = await self._nursery_manager.__aenter__()
+        self._worker.start()
+        self._host = CellHost(
+            nursery=self._nursery,
+            delegate=self._delegate,
+            config=self._config,
+            worker=self._worker,
+            commit_writes=self._commit_writes,
+            close_cell=self._close_cell,
+        )
+        self._alive = True
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool | None:
+        # The drop: close without taking the registry lock (another task may hold it),
+        # terminate every cell, and let the nursery wait for their shielded cleanup.
+        self._rejecting = True
+        self._closed = True
+        self._alive = False
+        for entry in list(self._registry.values()):
+            if isinstance(entry, Cell):
+                entry.request_shutdown()
+        assert self._nursery_manager is not None
+        try:
+            return await self._nursery_manager.__aexit__(exc_type, exc, traceback)
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._worker.aclose()
+
+    def is_alive(self) -> bool:
+        """True from entering the block until shutdown or exit begins; never again."""
+        return self._alive
+
+    # -- operations ----------------------------------------------------------------
+
+    async def execute(self, request: ExecuteRequest, initial_mode: ObserveMode) -> StartedCell:
+        """Admit and start a cell running ``request.source``; the initial observer
+        (``initial_mode``) is attached before the program can produce anything."""
+        if self._rejecting or self._host is None:
+            raise ShuttingDown()
+        cell_id = CellId(str(next(self._ids)))
+        stored = dict(self._stored)
+        async with self._registry_lock:
+            if self._closed:
+                raise ShuttingDown()
+            if cell_id in self._registry:
+                raise DuplicateCell(cell_id)
+            cell = Cell(cell_id, request, self._host)
+            observer = await cell.prepare(initial_mode, stored)
+            self._registry[cell_id] = cell
+            self._publish_count()
+            assert self._nursery is not None
+            self._nursery.start_soon(cell.run, name=f"code_mode cell {cell_id}")
+        return StartedCell(cell_id, observer=observer)
+
+    async def _live_cell(self, cell_id: CellId) -> Cell:
+        async with self._registry_lock:
+            entry = self._registry.get(cell_id)
+        if not isinstance(entry, Cell):
+            raise MissingCell(cell_id)
+        return entry
+
+    async def begin_observe(self, cell_id: CellId, mode: ObserveMode) -> PendingEvent:
+        """Admit an observation of ``cell_id`` now; await ``.event()`` for it."""
+        cell = await self._live_cell(cell_id)
+        return PendingEvent(cell_id, waiter=cell.begin_observe(mode))
+
+    async def observe(self, cell_id: CellId, mode: ObserveMode) -> CellEvent:
+        """The next event of ``cell_id``: new output since the last one, or the end."""
+        pending = await self.begin_observe(cell_id, mode)
+        return await pending.event()
+
+    async def terminate(self, cell_id: CellId) -> CellEvent:
+        """Stop ``cell_id`` (even mid-``while (true) {}``) and return its final event:
+        ``Terminated``, or the ``Completed`` of a cell that had already finished."""
+        cell = await self._live_cell(cell_id)
+        return await cell.request_terminate().wait()
+
+    async def shutdown(self) -> None:
+        """Close the session: admissions already queued on the registry lock are let
+        through, every live cell is terminated, and this returns once every admitted
+        cell has finished its ``cell_closed``. Idempotent; never raises for a failing
+        ``cell_closed``."""
+        self._rejecting = True
+        self._alive = False
+        async with self._registry_lock:
+            self._closed = True
+            cells = [entry for entry in self._registry.values() if isinstance(entry, Cell)]
+        for cell in cells:
+            cell.request_shutdown()
+        await self._wait_cell_count(0)
+
+    # -- internals the cells use -----------------------------------------------------
+
+    def _publish_count(self) -> None:
+        self._cell_count = len(self._registry)
+        self._count_changed.set()
+        self._count_changed = trio.Event()
+
+    async def _wait_cell_count(self, count: int) -> None:
+        while self._cell_count != count:
+            await self._count_changed.wait()
+
+    def _commit_writes(self, writes: dict[str, JSON]) -> str | None:
+        if not writes:
+            return None
+        merged = dict(self._stored)
+        merged.update(writes)
+        size = sum(len(key) + len(json.dumps(value)) for key, value in merged.items())
+        if len(merged) > self._config.max_stored_entries or size > self._config.max_stored_bytes:
+            return (
+                "code mode session storage exceeds its limit of "
+                f"{self._config.max_stored_entries} entries or "
+                f"{self._config.max_stored_bytes} serialized bytes"
+            )
+        self._stored = merged
+        return None
+
+    async def _close_cell(self, cell_id: CellId) -> None:
+        async with self._registry_lock:
+            self._registry[cell_id] = _CLOSING
+        try:
+            await self._delegate.cell_closed(cell_id)
+        except Exception as error:
+            logger.warning(
+                "failed to close code mode delegate state for cell %s: %s", cell_id, error
+            )
+        async with self._registry_lock:
+            self._registry.pop(cell_id, None)
+            self._publish_count()

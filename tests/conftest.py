@@ -1,0 +1,22 @@
+"""Shared fixtures: every test checks that it leaves no thread or isolate behind."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from code_mode._engine._native import live_isolate_count
+
+
+def os_thread_count() -> int:
+    """OS threads of this process (V8 isolate threads included)."""
+    return len(os.listdir("/proc/self/task"))
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_isolates() -> Iterator[None]:
+    before = live_isolate_count()
+    yield
+    assert live_isolate_count() == before, "a test leaked a V8 isolate"
