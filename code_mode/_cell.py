@@ -92,6 +92,7 @@ class _Observer(OneShot[CellEvent]):
         super().__init__(on_abandon)
         self.mode = mode
         self.deadline = math.inf
+        self.initial = False
 
 
 class CellHost:
@@ -136,7 +137,8 @@ class Cell:
         self._request = request
         self._host = host
         self._config = host.config
-        self.phase = Phase.RUNNING
+        self._phase = Phase.RUNNING
+        self._phase_changed = trio.Event()
         self._isolate: Isolate | None = None
         self._startup_error: str | None = None
         self._tools: dict[str, ToolDefinition] = {}
@@ -162,6 +164,22 @@ class Cell:
         self._callbacks_changed = trio.Event()
         self._wake = trio.Event()
 
+    @property
+    def phase(self) -> Phase:
+        return self._phase
+
+    @phase.setter
+    def phase(self, phase: Phase) -> None:
+        if phase is not self._phase:
+            self._phase = phase
+            self._phase_changed.set()
+            self._phase_changed = trio.Event()
+
+    async def wait_for_phase(self, phase: Phase) -> None:
+        """Wait until the cell is in ``phase`` (a seam for tests and tools)."""
+        while self._phase is not phase:
+            await self._phase_changed.wait()
+
     # ------------------------------------------------------------------------------
     # Start-up (runs under the session's registry lock)
 
@@ -170,6 +188,7 @@ class Cell:
         produce anything, so no early event is missed. Raises ``RuntimeFailure`` when
         V8 cannot start an isolate."""
         observer = self._attach(initial_mode)
+        observer.initial = True
         tools_payload = self._check_request()
         if self._startup_error is None:
             isolate = Isolate(self._host.worker, self._config)
@@ -245,6 +264,10 @@ class Cell:
     def _on_abandon(self, observer: OneShot[CellEvent]) -> None:
         if self._observer is observer:
             self._observer = None
+            if isinstance(observer, _Observer) and observer.initial:
+                # Nobody waited for the first event: as if the cell had never been
+                # observed, so a later yield is kept as the initial yield.
+                self._has_been_observed = False
             self._wake.set()
 
     def request_terminate(self) -> OneShot[CellEvent]:
@@ -532,7 +555,9 @@ class Cell:
         observer = self._observer
         if observer is not None and observer.deadline <= now:
             self._resolve(Yielded(self._take_buffer()))
-        due = sorted((deadline, timer_id) for timer_id, deadline in self._timers.items() if deadline <= now)
+        due = sorted(
+            (deadline, timer_id) for timer_id, deadline in self._timers.items() if deadline <= now
+        )
         for _, timer_id in due:
             del self._timers[timer_id]
             if self._isolate is not None:
@@ -606,7 +631,8 @@ class Cell:
                 await self._isolate.terminate()
             await self._cancel_callbacks(notifications=True)
             self._finish_termination()
-        self.phase = Phase.CLOSED
+        if self.phase is not Phase.CLAIMED:
+            self.phase = Phase.CLOSED
         if self._isolate is not None:
             await self._isolate.close()
         await self._host.close_cell(self.id)

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
 MiB = 1024 * 1024
 
 
-def _positive(_inst: object, attribute: attrs.Attribute[int | float], value: int | float) -> None:
+def _positive(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
         raise ValueError(f"RuntimeConfig.{attribute.name} must be a positive number, got {value!r}")
 
 
-def _non_negative(
-    _inst: object, attribute: attrs.Attribute[int | float], value: int | float
-) -> None:
+def _non_negative(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
         raise ValueError(
             f"RuntimeConfig.{attribute.name} must be a non-negative number, got {value!r}"

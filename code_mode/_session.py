@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Final
 
@@ -81,7 +82,7 @@ class SessionRuntime:
         self._rejecting = False
         self._closed = False
         self._alive = False
-        self._nursery_manager: trio.NurseryManager | None = None
+        self._nursery_manager: AbstractAsyncContextManager[trio.Nursery] | None = None
         self._nursery: trio.Nursery | None = None
         self._worker = BlockingWorker()
         self._host: CellHost | None = None
@@ -125,7 +126,8 @@ class SessionRuntime:
                 entry.request_shutdown()
         assert self._nursery_manager is not None
         try:
-            return await self._nursery_manager.__aexit__(exc_type, exc, traceback)
+            suppressed = await self._nursery_manager.__aexit__(exc_type, exc, traceback)
+            return bool(suppressed)
         finally:
             with trio.CancelScope(shield=True):
                 await self._worker.aclose()
@@ -155,6 +157,11 @@ class SessionRuntime:
             assert self._nursery is not None
             self._nursery.start_soon(cell.run, name=f"code_mode cell {cell_id}")
         return StartedCell(cell_id, observer=observer)
+
+    def _cell(self, cell_id: CellId) -> Cell | None:
+        """The live cell ``cell_id``, if any (a seam for tests)."""
+        entry = self._registry.get(cell_id)
+        return entry if isinstance(entry, Cell) else None
 
     async def _live_cell(self, cell_id: CellId) -> Cell:
         async with self._registry_lock:

@@ -211,6 +211,11 @@ class NativeIsolate:
         if not address:
             return
         count = ctypes.c_int32.from_address(address).value
+        if ctypes.c_int32.from_address(address + 4).value == 0:
+            # A new batch: drop whatever a terminated write left behind.
+            self._chunks = []
+            self._chunk_chars = 0
+            self._oversized = False
         if count < 0 or count > 32768:
             self._oversized = True
         elif not self._oversized:

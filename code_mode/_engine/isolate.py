@@ -179,13 +179,13 @@ class Isolate:
     # -- reports from the isolate thread -------------------------------------------
 
     def _batch_from_thread(self, text: str | None) -> None:
-        try:
+        try:  # noqa: SIM105 - a bare try is cheapest on this per-message path
             self._token.run_sync_soon(self._on_batch, text)
         except trio.RunFinishedError:  # pragma: no cover - session already gone
             pass
 
     def _task_from_thread(self, tag: int, outcome: str, detail: str) -> None:
-        try:
+        try:  # noqa: SIM105 - a bare try is cheapest on this per-message path
             self._token.run_sync_soon(self._on_task, tag, outcome, detail)
         except trio.RunFinishedError:  # pragma: no cover - session already gone
             pass

@@ -49,7 +49,7 @@ const rtStringCharCodeAt = String.prototype.charCodeAt;
 const rtStringSlice = String.prototype.slice;
 const rtRegExpExec = RegExp.prototype.exec;
 const rtErrorToString = Error.prototype.toString;
-const rtIndirectEval = eval;
+const rtAsyncFunction = async function () {}.constructor;
 const rtGlobal = globalThis;
 const rtUint16Array = Uint16Array;
 const rtInt32Array = Int32Array;
@@ -65,15 +65,20 @@ const rtUnits = new rtUint16Array(rtBuffer, 8);
 const RT_FLUSH_AT = 256; // queued messages that force a flush
 let rtQueue = [];
 
+// Header: [0] = code units in this chunk, [1] = chunk index within the batch (0 starts
+// a new batch, so a batch cut short by termination is discarded by the host).
 function rtWrite(s) {
   const length = s.length;
   let offset = 0;
+  let index = 0;
   for (;;) {
     const n = rtMathMin(RT_CHUNK, length - offset);
     for (let i = 0; i < n; i++) {
       rtUnits[i] = rtReflectApply(rtStringCharCodeAt, s, [offset + i]);
     }
     rtHeader[0] = n;
+    rtHeader[1] = index;
+    index += 1;
     offset += n;
     if (offset >= length) {
       rtBellEnd();
@@ -85,9 +90,10 @@ function rtWrite(s) {
 
 function rtFlush() {
   if (rtQueue.length === 0) return;
-  const batch = rtQueue;
+  // The queue is cleared only once the batch is out: if termination interrupts the
+  // write, a later flush (the host's drain) sends the whole batch again.
+  rtWrite("[" + rtReflectApply(rtArrayJoin, rtQueue, [","]) + "]");
   rtQueue = [];
-  rtWrite("[" + rtReflectApply(rtArrayJoin, batch, [","]) + "]");
 }
 
 // Queues one message (already JSON text). Messages that the host must see now
@@ -135,7 +141,13 @@ function rtFinish(errorText) {
   const writes = {};
   rtReflectApply(rtMapForEach, rtWrites, [
     (json, key) => {
-      writes[key] = json;
+      // Defined, not assigned: the key `__proto__` must stay an own property.
+      rtObjectDefineProperty(writes, key, {
+        value: json,
+        writable: true,
+        configurable: true,
+        enumerable: true,
+      });
     },
   ]);
   // `writes` values are JSON texts: the host parses them (and checks them).
@@ -151,11 +163,16 @@ function rtNever() {
 // user's own positions; frames of this runtime are hidden.
 
 const RT_FILE = "exec_main.mjs";
-const RT_PREFIX = '(async function () {"use strict";';
+// The program is the body of an async function built by the AsyncFunction constructor,
+// which parses the body on its own: a program cannot close the function early and run
+// code outside it (sloppy, at global scope). V8 places the body after two lines of its
+// own (`(async function anonymous(` and `) {`); the body starts with RT_PREFIX.
+const RT_PREFIX = '"use strict";';
+const RT_LINE_OFFSET = 2;
 
 function rtFormatFrame(frame) {
   if (frame.getScriptNameOrSourceURL() !== RT_FILE) return null;
-  const line = frame.getLineNumber();
+  const line = frame.getLineNumber() - RT_LINE_OFFSET;
   let column = frame.getColumnNumber();
   if (line === 1) column -= RT_PREFIX.length;
   const location = RT_FILE + ":" + line + ":" + column;
@@ -388,7 +405,13 @@ function rtMakeTools(definitions) {
   const target = {};
   for (let i = 0; i < definitions.length; i++) {
     const d = definitions[i];
-    target[d.ident] = rtMakeTool(d.ident, d.kind);
+    // Defined, not assigned: a tool named `__proto__` must be an own property.
+    rtObjectDefineProperty(target, d.ident, {
+      value: rtMakeTool(d.ident, d.kind),
+      writable: true,
+      configurable: true,
+      enumerable: true,
+    });
   }
   return new rtProxy(target, {
     get(obj, key, receiver) {
@@ -412,11 +435,12 @@ function rtMakeTools(definitions) {
 // ---------------------------------------------------------------------------
 // Starting the program.
 
-const rtImportPattern = /^\s*(?:import\s*(?:[\w$*{}\s,]+?\s*from\s*)?|export\s+[\w$*{}\s,]*?\s*from\s*)(['"])([^'"]*)\1/m;
+// A static import (or `export ... from`) at the start of a line or after a `;`.
+const rtImportPattern = /(?:^|;)\s*(?:import\s*(?:[\w$*{}\s,]+?\s*from\s*)?|export\s+[\w$*{}\s,]*?\s*from\s*)(['"])([^'"]*)\1/m;
 
 function rtCompile(source) {
   try {
-    return rtIndirectEval(RT_PREFIX + source + "\n})\n//# sourceURL=" + RT_FILE);
+    return new rtAsyncFunction(RT_PREFIX + source + "\n//# sourceURL=" + RT_FILE);
   } catch (error) {
     if (error instanceof rtSyntaxError) {
       const match = rtReflectApply(rtRegExpExec, rtImportPattern, [source]);

@@ -1,0 +1,436 @@
+// Output helpers: how values become text, how image()/forward_output() arguments become
+// output items, and how a thrown value becomes error text.
+//
+// This fragment is pasted, before runtime.js, inside one strict-mode function that runs
+// before any user code. It only declares `cmOut*` constants and `cm*` functions. Every
+// built-in it relies on is captured here first and methods are called through
+// `Reflect.apply`, so a program that later replaces `JSON.stringify`,
+// `String.prototype.toLowerCase`, `Array.isArray`, `Object.prototype.hasOwnProperty`,
+// or adds setters/properties to `Object.prototype` / `Array.prototype`, cannot change
+// what these helpers do. (JSON.stringify still honours `toJSON` and getters: that is
+// part of the output-text rule.)
+//
+// Items: {type: "text", text} and {type: "image", image_url, detail}; `detail` is
+// always one of "auto", "low", "high", "original" (default "high").
+
+const cmOutJSONStringify = JSON.stringify;
+const cmOutJSONParse = JSON.parse;
+const cmOutString = String;
+const cmOutStringFromCharCode = String.fromCharCode;
+const cmOutStringCharCodeAt = String.prototype.charCodeAt;
+const cmOutStringSlice = String.prototype.slice;
+const cmOutStringTrim = String.prototype.trim;
+const cmOutStringToWellFormed = String.prototype.toWellFormed;
+const cmOutError = Error;
+const cmOutTypeError = TypeError;
+const cmOutArrayIsArray = Array.isArray;
+const cmOutObjectHasOwn = Object.hasOwn;
+const cmOutReflectApply = Reflect.apply;
+const cmOutReflectDefineProperty = Reflect.defineProperty;
+
+const cmOutImageExpects =
+  "image expects a non-empty image URL string, an object with image_url and optional " +
+  "detail, or a raw MCP image block";
+const cmOutImageUrlScheme = "image expects an http(s) or data URL";
+const cmOutImageRemoteDisabled = "image expects a data URL (remote image URLs are disabled)";
+const cmOutDetailValues = "image detail must be one of: auto, low, high, original";
+const cmOutDetailString = "image detail must be a string when provided";
+const cmOutMcpImageData = "image expected MCP image data";
+const cmOutForwardExpects =
+  "forward_output expects a direct tool output with `content` or `content_items`, " +
+  "a text/image content item, an image_url object, or a string output";
+const cmOutForwardEntriesMessage =
+  "forward_output expected content entries to be text/image objects";
+const cmOutSerializeNothing =
+  "failed to serialize JavaScript value: expected value at line 1 column 1";
+const cmOutDetailMetaKey = "codex/imageDetail";
+
+// ---------------------------------------------------------------------------
+// Small, pollution-proof primitives.
+
+// A helper's own failure: an Error (or TypeError) whose `message` is the text and whose
+// `stack` is that text alone, so an uncaught one reads as exactly the message.
+function cmOutFail(ctor, message) {
+  const error = new ctor(message);
+  cmOutReflectDefineProperty(error, "stack", {
+    __proto__: null,
+    value: message,
+    writable: true,
+    enumerable: false,
+    configurable: true,
+  });
+  return error;
+}
+
+function cmOutPush(array, value) {
+  cmOutReflectDefineProperty(array, array.length, {
+    __proto__: null,
+    value,
+    writable: true,
+    enumerable: true,
+    configurable: true,
+  });
+}
+
+function cmOutIsSurrogate(c) {
+  return c >= 0xd800 && c <= 0xdfff;
+}
+
+// Lone UTF-16 surrogates become U+FFFD.
+function cmOutWellFormed(s) {
+  if (typeof cmOutStringToWellFormed === "function") {
+    return cmOutReflectApply(cmOutStringToWellFormed, s, []);
+  }
+  const length = s.length;
+  let out = "";
+  let start = 0;
+  for (let i = 0; i < length; i++) {
+    const c = cmOutReflectApply(cmOutStringCharCodeAt, s, [i]);
+    if (!cmOutIsSurrogate(c)) continue;
+    if (c <= 0xdbff && i + 1 < length) {
+      const next = cmOutReflectApply(cmOutStringCharCodeAt, s, [i + 1]);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        i++;
+        continue;
+      }
+    }
+    out += cmOutReflectApply(cmOutStringSlice, s, [start, i]) + "\uFFFD";
+    start = i + 1;
+  }
+  if (start === 0) return s;
+  return out + cmOutReflectApply(cmOutStringSlice, s, [start]);
+}
+
+// ASCII-only lower-casing (like Rust's to_ascii_lowercase); only used on short strings.
+function cmOutAsciiLower(s) {
+  let out = "";
+  for (let i = 0; i < s.length; i++) {
+    const c = cmOutReflectApply(cmOutStringCharCodeAt, s, [i]);
+    out += cmOutStringFromCharCode(c >= 65 && c <= 90 ? c + 32 : c);
+  }
+  return out;
+}
+
+function cmOutStartsWithAsciiCI(s, lowerPrefix) {
+  if (s.length < lowerPrefix.length) return false;
+  const head = cmOutReflectApply(cmOutStringSlice, s, [0, lowerPrefix.length]);
+  return cmOutAsciiLower(head) === lowerPrefix;
+}
+
+function cmOutIsObjectLike(value) {
+  return (typeof value === "object" && value !== null) || typeof value === "function";
+}
+
+// A JSON object (plain, non-array) as produced by JSON.parse.
+function cmOutIsJsonObject(value) {
+  return typeof value === "object" && value !== null && !cmOutArrayIsArray(value);
+}
+
+// Own property of JSON data (never consults a possibly polluted prototype).
+function cmOutOwn(object, key) {
+  return cmOutObjectHasOwn(object, key) ? object[key] : undefined;
+}
+
+// A normal property read (getters run); a throwing read counts as absent.
+function cmOutGet(object, key) {
+  try {
+    return object[key];
+  } catch {
+    return undefined;
+  }
+}
+
+// JavaScript -> JSON data (reference 1.10): stringify then parse, giving fresh plain
+// data. `undefined` when stringify produces nothing; stringify exceptions propagate.
+function cmOutToJson(value) {
+  const json = cmOutReflectApply(cmOutJSONStringify, undefined, [value]);
+  if (json === undefined) return undefined;
+  return cmOutReflectApply(cmOutJSONParse, undefined, [json]);
+}
+
+function cmOutText(text) {
+  return { type: "text", text: cmOutWellFormed(text) };
+}
+
+function cmOutImage(imageUrl, detail) {
+  return { type: "image", image_url: cmOutWellFormed(imageUrl), detail };
+}
+
+// ---------------------------------------------------------------------------
+// Shared image rules.
+
+function cmOutCheckImageUrl(url, allowRemote) {
+  if (url === "") throw cmOutFail(cmOutTypeError, cmOutImageExpects);
+  if (cmOutStartsWithAsciiCI(url, "http://") || cmOutStartsWithAsciiCI(url, "https://")) {
+    if (allowRemote === false) throw cmOutFail(cmOutError, cmOutImageRemoteDisabled);
+    return;
+  }
+  if (cmOutStartsWithAsciiCI(url, "data:")) return;
+  throw cmOutFail(cmOutError, cmOutImageUrlScheme);
+}
+
+// A detail string, ASCII-case-insensitive; returns the lower-cased value or undefined.
+function cmOutDetailOrUndefined(detail) {
+  if (detail.length > 8) return undefined;
+  const lower = cmOutAsciiLower(detail);
+  if (lower === "auto" || lower === "low" || lower === "high" || lower === "original") {
+    return lower;
+  }
+  return undefined;
+}
+
+function cmOutParseDetail(detail) {
+  const parsed = cmOutDetailOrUndefined(detail);
+  if (parsed === undefined) throw cmOutFail(cmOutError, cmOutDetailValues);
+  return parsed;
+}
+
+// URL of an MCP image block (JSON data with a non-empty string `data`).
+function cmOutMcpImageUrl(block, data) {
+  if (cmOutStartsWithAsciiCI(data, "data:")) return data;
+  let mime = cmOutOwn(block, "mimeType");
+  if (typeof mime !== "string" || mime === "") mime = cmOutOwn(block, "mime_type");
+  if (typeof mime !== "string" || mime === "") mime = "application/octet-stream";
+  return "data:" + mime + ";base64," + data;
+}
+
+function cmOutMcpMetaDetail(block) {
+  const meta = cmOutOwn(block, "_meta");
+  if (!cmOutIsJsonObject(meta)) return undefined;
+  const detail = cmOutOwn(meta, cmOutDetailMetaKey);
+  return typeof detail === "string" ? detail : undefined;
+}
+
+// ---------------------------------------------------------------------------
+// Public helpers (the interface runtime.js uses).
+
+// The output-text rule (reference 1.3).
+function cmOutputText(value) {
+  const kind = typeof value;
+  if (
+    value === undefined ||
+    value === null ||
+    kind === "boolean" ||
+    kind === "number" ||
+    kind === "bigint" ||
+    kind === "string"
+  ) {
+    return cmOutWellFormed(cmOutString(value));
+  }
+  const json = cmOutReflectApply(cmOutJSONStringify, undefined, [value]);
+  return json === undefined ? "undefined" : cmOutWellFormed(json);
+}
+
+function cmTextItem(value) {
+  return cmOutText(cmOutputText(value));
+}
+
+// image(urlOrItem, detail?) with `args` the call's `arguments` (reference 1.4).
+// `allowRemote === false` admits data: URLs only.
+function cmImageItem(args, allowRemote) {
+  let override;
+  if (args.length >= 2) {
+    const detail = args[1];
+    if (typeof detail === "string") override = detail;
+    else if (detail !== null && detail !== undefined) {
+      throw cmOutFail(cmOutTypeError, cmOutDetailString);
+    }
+  }
+
+  const value = args.length >= 1 ? args[0] : undefined;
+  let url;
+  let embedded;
+  if (typeof value === "string") {
+    url = value;
+  } else if (cmOutIsObjectLike(value) && !cmOutArrayIsArray(value)) {
+    const imageUrl = cmOutGet(value, "image_url");
+    if (imageUrl !== undefined) {
+      if (typeof imageUrl !== "string") throw cmOutFail(cmOutTypeError, cmOutImageExpects);
+      url = imageUrl;
+      const detail = cmOutGet(value, "detail");
+      if (typeof detail === "string") embedded = detail;
+      else if (detail !== null && detail !== undefined) {
+        throw cmOutFail(cmOutTypeError, cmOutDetailString);
+      }
+    } else {
+      const block = cmOutToJson(value);
+      if (!cmOutIsJsonObject(block)) throw cmOutFail(cmOutTypeError, cmOutImageExpects);
+      const type = cmOutOwn(block, "type");
+      if (typeof type !== "string") throw cmOutFail(cmOutTypeError, cmOutImageExpects);
+      if (type !== "image") {
+        throw cmOutFail(cmOutError, 'image only accepts MCP image blocks, got "' + type + '"');
+      }
+      const data = cmOutOwn(block, "data");
+      if (typeof data !== "string" || data === "") {
+        throw cmOutFail(cmOutError, cmOutMcpImageData);
+      }
+      url = cmOutMcpImageUrl(block, data);
+      const meta = cmOutMcpMetaDetail(block);
+      if (meta === "auto" || meta === "low" || meta === "high" || meta === "original") {
+        embedded = meta;
+      }
+    }
+  } else {
+    throw cmOutFail(cmOutTypeError, cmOutImageExpects);
+  }
+
+  cmOutCheckImageUrl(url, allowRemote);
+  const detail = override !== undefined ? override : embedded;
+  return cmOutImage(url, detail === undefined ? "high" : cmOutParseDetail(detail));
+}
+
+// The image-url rule of forward_output (reference 1.5).
+function cmOutForwardImageUrl(object, allowRemote) {
+  let url;
+  if (cmOutObjectHasOwn(object, "image_url")) url = object.image_url;
+  else if (cmOutObjectHasOwn(object, "imageUrl")) url = object.imageUrl;
+  else throw cmOutFail(cmOutTypeError, "output expected image content to include `image_url`");
+  if (typeof url !== "string") {
+    throw cmOutFail(cmOutTypeError, "output expected `image_url` to be a string");
+  }
+  cmOutCheckImageUrl(url, allowRemote);
+  const detail = cmOutOwn(object, "detail");
+  let parsed = "high";
+  if (typeof detail === "string") parsed = cmOutParseDetail(detail);
+  else if (detail !== null && detail !== undefined) {
+    throw cmOutFail(cmOutTypeError, cmOutDetailString);
+  }
+  return cmOutImage(url, parsed);
+}
+
+// The entry rule of forward_output; undefined when the object is not an item.
+function cmOutForwardEntry(object, allowRemote) {
+  const type = cmOutOwn(object, "type");
+  if (typeof type === "string") {
+    if (type === "text" || type === "input_text" || type === "inputText") {
+      const text = cmOutOwn(object, "text");
+      if (typeof text !== "string") {
+        throw cmOutFail(cmOutTypeError, "output expected `" + type + "` content to include `text`");
+      }
+      return cmOutText(text);
+    }
+    if (type === "image") {
+      const data = cmOutOwn(object, "data");
+      if (typeof data !== "string") {
+        throw cmOutFail(cmOutTypeError, "output expected `image` content to include `data`");
+      }
+      if (data === "") throw cmOutFail(cmOutError, "output expected MCP image data");
+      const url = cmOutMcpImageUrl(object, data);
+      cmOutCheckImageUrl(url, allowRemote);
+      const meta = cmOutMcpMetaDetail(object);
+      const detail = meta === undefined ? undefined : cmOutDetailOrUndefined(meta);
+      return cmOutImage(url, detail === undefined ? "high" : detail);
+    }
+    if (type === "input_image" || type === "inputImage") {
+      return cmOutForwardImageUrl(object, allowRemote);
+    }
+    throw cmOutFail(
+      cmOutError,
+      "forward_output only supports text and image content blocks, got `" + type + "`",
+    );
+  }
+  if (cmOutObjectHasOwn(object, "image_url") || cmOutObjectHasOwn(object, "imageUrl")) {
+    return cmOutForwardImageUrl(object, allowRemote);
+  }
+  return undefined;
+}
+
+function cmOutForwardEntries(entries, items, allowRemote) {
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i];
+    if (!cmOutIsJsonObject(entry)) throw cmOutFail(cmOutTypeError, cmOutForwardEntriesMessage);
+    const item = cmOutForwardEntry(entry, allowRemote);
+    if (item === undefined) throw cmOutFail(cmOutTypeError, cmOutForwardExpects);
+    cmOutPush(items, item);
+  }
+}
+
+// One tool output (JSON object); false when nothing matched.
+function cmOutForwardObject(object, items, allowRemote) {
+  if (cmOutObjectHasOwn(object, "content")) {
+    const content = object.content;
+    if (!cmOutArrayIsArray(content)) {
+      throw cmOutFail(cmOutTypeError, "output expected `content` to be an array");
+    }
+    cmOutForwardEntries(content, items, allowRemote);
+    return true;
+  }
+  let hasItems = false;
+  let contentItems;
+  if (cmOutObjectHasOwn(object, "content_items")) {
+    hasItems = true;
+    contentItems = object.content_items;
+  } else if (cmOutObjectHasOwn(object, "contentItems")) {
+    hasItems = true;
+    contentItems = object.contentItems;
+  }
+  if (hasItems) {
+    if (!cmOutArrayIsArray(contentItems)) {
+      throw cmOutFail(cmOutTypeError, "output expected `content_items` to be an array");
+    }
+    cmOutForwardEntries(contentItems, items, allowRemote);
+    return true;
+  }
+  const item = cmOutForwardEntry(object, allowRemote);
+  if (item !== undefined) {
+    cmOutPush(items, item);
+    return true;
+  }
+  const output = cmOutOwn(object, "output");
+  if (typeof output === "string") {
+    cmOutPush(items, cmOutText(output));
+    return true;
+  }
+  return false;
+}
+
+// forward_output(...outputs) with `args` the call's `arguments` (reference 1.5). Every
+// argument is validated before the items are returned.
+function cmForwardOutputItems(args, allowRemote) {
+  const items = [];
+  for (let i = 0; i < args.length; i++) {
+    const value = args[i];
+    if (typeof value === "string") {
+      cmOutPush(items, cmOutText(value));
+      continue;
+    }
+    const json = cmOutToJson(value);
+    if (json === undefined) throw cmOutFail(cmOutError, cmOutSerializeNothing);
+    if (!cmOutIsJsonObject(json) || !cmOutForwardObject(json, items, allowRemote)) {
+      throw cmOutFail(cmOutTypeError, cmOutForwardExpects);
+    }
+  }
+  return items;
+}
+
+// console.*(...args): joined by one space; strings as-is, others by the output-text rule.
+function cmConsoleText(args) {
+  let out = "";
+  for (let i = 0; i < args.length; i++) {
+    const value = args[i];
+    if (i > 0) out += " ";
+    out += typeof value === "string" ? value : cmOutputText(value);
+  }
+  return cmOutWellFormed(out);
+}
+
+function cmNotifyText(value) {
+  const text = cmOutputText(value);
+  if (cmOutReflectApply(cmOutStringTrim, text, []) === "") {
+    throw cmOutFail(cmOutError, "notify expects non-empty text");
+  }
+  return text;
+}
+
+// The error-text rule (reference 1.12).
+function cmErrorText(value) {
+  if (cmOutIsObjectLike(value)) {
+    const stack = cmOutGet(value, "stack");
+    if (typeof stack === "string") return cmOutWellFormed(stack);
+  }
+  try {
+    return cmOutWellFormed(cmOutString(value));
+  } catch {
+    return "";
+  }
+}

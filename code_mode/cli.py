@@ -1,0 +1,168 @@
+"""``code-mode``: run a JavaScript file as a cell and print each event as it arrives.
+
+    code-mode run examples/hello.js
+
+The cell gets a few harmless demo tools (``echo``, ``add``, ``sleep``, ``weather``) so a
+newcomer can see tool calls, yields and completion without writing any Python.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import trio
+
+from ._config import RuntimeConfig
+from ._session import SessionRuntime
+from ._types import (
+    JSON,
+    CellEvent,
+    CellId,
+    Completed,
+    ExecuteRequest,
+    Image,
+    NestedToolCall,
+    Pending,
+    Terminated,
+    Text,
+    ToolDefinition,
+    ToolKind,
+    ToolName,
+    YieldAfter,
+)
+
+
+def _object_schema(properties: dict[str, JSON], required: list[str]) -> dict[str, JSON]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+DEMO_TOOLS: list[ToolDefinition] = [
+    ToolDefinition(
+        name="echo",
+        tool_name=ToolName("echo"),
+        description="Returns its input unchanged.",
+        kind=ToolKind.FUNCTION,
+        input_schema={"type": "object"},
+    ),
+    ToolDefinition(
+        name="add",
+        tool_name=ToolName("add"),
+        description="Adds two numbers.",
+        kind=ToolKind.FUNCTION,
+        input_schema=_object_schema({"a": {"type": "number"}, "b": {"type": "number"}}, ["a", "b"]),
+    ),
+    ToolDefinition(
+        name="sleep",
+        tool_name=ToolName("sleep"),
+        description="Waits `ms` milliseconds (at most 5000), then returns null.",
+        kind=ToolKind.FUNCTION,
+        input_schema=_object_schema({"ms": {"type": "number"}}, ["ms"]),
+    ),
+    ToolDefinition(
+        name="weather",
+        tool_name=ToolName("weather"),
+        description="Made-up weather for a city (no network).",
+        kind=ToolKind.FUNCTION,
+        input_schema=_object_schema({"city": {"type": "string"}}, ["city"]),
+    ),
+]
+
+
+class DemoDelegate:
+    """Implements the demo tools and prints notifications."""
+
+    async def invoke_tool(self, call: NestedToolCall) -> JSON:
+        args = call.input if isinstance(call.input, dict) else {}
+        name = call.tool_name.name
+        if name == "echo":
+            return call.input
+        if name == "add":
+            a, b = args.get("a"), args.get("b")
+            if not isinstance(a, int | float) or not isinstance(b, int | float):
+                raise ValueError("add expects numbers `a` and `b`")
+            return a + b
+        if name == "sleep":
+            ms = args.get("ms", 0)
+            if not isinstance(ms, int | float):
+                raise ValueError("sleep expects a number `ms`")
+            await trio.sleep(min(max(float(ms), 0.0), 5000.0) / 1000)
+            return None
+        if name == "weather":
+            city = str(args.get("city", ""))
+            seed = sum(map(ord, city))
+            skies = ["clear", "cloudy", "rain", "fog", "windy"]
+            return {"city": city, "temperature_c": 5 + seed % 25, "sky": skies[seed % len(skies)]}
+        raise ValueError(f"unknown demo tool {name}")
+
+    async def notify(self, call_id: str, cell_id: CellId, text: str) -> None:
+        print(f"[notify] {text}", flush=True)
+
+    async def cell_closed(self, cell_id: CellId) -> None:
+        return None
+
+
+def _describe(event: CellEvent) -> str:
+    lines: list[str] = [f"== {type(event).__name__}"]
+    for item in event.content_items:
+        if isinstance(item, Text):
+            lines.append(item.text)
+        elif isinstance(item, Image):
+            url = item.image_url if len(item.image_url) < 80 else item.image_url[:77] + "..."
+            lines.append(f"[image {url}]")
+    if isinstance(event, Pending):
+        lines.append(f"(waiting on {', '.join(event.pending_tool_call_ids) or 'nothing'})")
+    if isinstance(event, Completed) and event.error_text is not None:
+        lines.append(f"error: {event.error_text}")
+    return "\n".join(lines)
+
+
+async def run_source(source: str, *, yield_seconds: float, config: RuntimeConfig) -> int:
+    """Run one program to its end, printing events; returns a process exit status."""
+    request = ExecuteRequest(tool_call_id="cli", enabled_tools=DEMO_TOOLS, source=source)
+    async with SessionRuntime(DemoDelegate(), config) as runtime:
+        started = await runtime.execute(request, YieldAfter(yield_seconds))
+        event = await started.initial_event()
+        while True:
+            print(_describe(event), flush=True)
+            if isinstance(event, Completed):
+                return 0 if event.error_text is None else 1
+            if isinstance(event, Terminated):
+                return 1
+            event = await runtime.observe(started.cell_id, YieldAfter(yield_seconds))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="code-mode", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run a JavaScript file as a cell")
+    run.add_argument("file", type=Path)
+    run.add_argument(
+        "--yield-seconds",
+        type=float,
+        default=10.0,
+        help="report partial output at least this often (default 10)",
+    )
+    args = parser.parse_args(argv)
+    try:
+        source = args.file.read_text(encoding="utf-8")
+    except OSError as error:
+        print(f"code-mode: {error}", file=sys.stderr)
+        return 2
+    return trio.run(
+        functools.partial(
+            run_source, source, yield_seconds=args.yield_seconds, config=RuntimeConfig()
+        )
+    )
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

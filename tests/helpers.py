@@ -1,0 +1,93 @@
+"""Delegates and helpers shared by the runtime tests."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import trio
+
+from code_mode import (
+    JSON,
+    CellId,
+    ExecuteRequest,
+    NestedToolCall,
+    ToolDefinition,
+    ToolKind,
+    ToolName,
+)
+
+SAFETY = 10.0  # seconds; a hang guard, never the thing under test
+
+
+def function_tool(name: str, namespace: str | None = None) -> ToolDefinition:
+    return ToolDefinition(
+        name=name,
+        tool_name=ToolName(name, namespace),
+        description=f"the {name} tool",
+        kind=ToolKind.FUNCTION,
+    )
+
+
+def request(source: str, tools: Sequence[str] = ()) -> ExecuteRequest:
+    return ExecuteRequest(
+        tool_call_id="call-1",
+        enabled_tools=[function_tool(name) for name in tools],
+        source=source,
+    )
+
+
+class GateDelegate:
+    """Tools that wait for the test.
+
+    Every call is announced on ``started`` (as the ``NestedToolCall``). A tool whose name
+    is in ``gates`` waits until the test releases it with :meth:`release` and then
+    returns ``results.get(name)`` (or raises ``errors[name]``); other tools answer at
+    once. A tool named ``block`` never returns (until cancelled; cancellations are
+    recorded in ``cancelled``). Notifications and closes are recorded too.
+    """
+
+    def __init__(
+        self,
+        gates: Sequence[str] = (),
+        results: dict[str, JSON] | None = None,
+        errors: dict[str, Exception] | None = None,
+    ) -> None:
+        self.gates = {name: trio.Event() for name in gates}
+        self.results = results or {}
+        self.errors = errors or {}
+        self.started_send, self.started = trio.open_memory_channel[NestedToolCall](1000)
+        self.notifications: list[tuple[str, CellId, str]] = []
+        self.notified = trio.Event()
+        self.cancelled: list[str] = []
+        self.closed: list[CellId] = []
+        self.closed_event = trio.Event()
+
+    def release(self, name: str) -> None:
+        self.gates[name].set()
+
+    async def next_call(self) -> NestedToolCall:
+        with trio.fail_after(SAFETY):
+            return await self.started.receive()
+
+    async def invoke_tool(self, call: NestedToolCall) -> JSON:
+        name = call.tool_name.name
+        self.started_send.send_nowait(call)
+        try:
+            if name == "block":
+                await trio.sleep_forever()
+            if name in self.gates:
+                await self.gates[name].wait()
+        except trio.Cancelled:
+            self.cancelled.append(call.runtime_tool_call_id)
+            raise
+        if name in self.errors:
+            raise self.errors[name]
+        return self.results.get(name, call.input)
+
+    async def notify(self, call_id: str, cell_id: CellId, text: str) -> None:
+        self.notifications.append((call_id, cell_id, text))
+        self.notified.set()
+
+    async def cell_closed(self, cell_id: CellId) -> None:
+        self.closed.append(cell_id)
+        self.closed_event.set()

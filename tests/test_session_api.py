@@ -1,0 +1,296 @@
+"""Every public method of ``SessionRuntime`` and every error, with exact messages."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import trio
+import trio.testing
+
+from code_mode import (
+    AlreadyTerminating,
+    BusyObserver,
+    CellId,
+    CodeModeError,
+    Completed,
+    DuplicateCell,
+    MissingCell,
+    Pending,
+    PendingFrontier,
+    RuntimeConfig,
+    RuntimeFailure,
+    SessionRuntime,
+    ShuttingDown,
+    Terminated,
+    Text,
+    YieldAfter,
+    Yielded,
+)
+from code_mode._engine import _native
+
+from .helpers import SAFETY, GateDelegate, request
+
+# -- errors --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "message"),
+    [
+        (ShuttingDown(), "code mode session is shutting down"),
+        (DuplicateCell(CellId("3")), "exec cell 3 already exists"),
+        (MissingCell(CellId("3")), "exec cell 3 not found"),
+        (BusyObserver(CellId("3")), "exec cell 3 already has an active observer"),
+        (AlreadyTerminating(CellId("3")), "exec cell 3 is already terminating"),
+        (RuntimeFailure("V8 said no"), "V8 said no"),
+    ],
+)
+def test_error_messages_are_exact(error: CodeModeError, message: str) -> None:
+    assert str(error) == message
+    assert isinstance(error, CodeModeError)
+
+
+def test_errors_compare_by_class_and_cell_id() -> None:
+    assert MissingCell(CellId("1")) == MissingCell(CellId("1"))
+    assert MissingCell(CellId("1")) != MissingCell(CellId("2"))
+    assert MissingCell(CellId("1")) != BusyObserver(CellId("1"))
+    assert MissingCell(CellId("1")).cell_id == "1"
+    assert RuntimeFailure("a") == RuntimeFailure("a")
+    assert RuntimeFailure("a") != RuntimeFailure("b")
+    assert ShuttingDown() == ShuttingDown()
+
+
+def test_runtime_config_rejects_nonsense_limits() -> None:
+    with pytest.raises(ValueError, match="memory_limit_bytes"):
+        RuntimeConfig(memory_limit_bytes=0)
+    with pytest.raises(ValueError, match="callback_grace"):
+        RuntimeConfig(callback_grace=-1)
+
+
+def test_yield_after_rejects_negative_and_nan() -> None:
+    with pytest.raises(ValueError):
+        YieldAfter(-1)
+    with pytest.raises(ValueError):
+        YieldAfter(float("nan"))
+    with pytest.raises(TypeError):
+        YieldAfter("1")  # type: ignore[arg-type]
+
+
+# -- execute, observe, begin_observe, terminate ----------------------------------------
+
+
+async def test_execute_allocates_decimal_ids_in_order() -> None:
+    async with SessionRuntime(GateDelegate()) as runtime:
+        ids = []
+        for _ in range(3):
+            started = await runtime.execute(request('text("x")'), YieldAfter(60))
+            ids.append(started.cell_id)
+            assert await started.initial_event() == Completed([Text("x")])
+        assert ids == ["1", "2", "3"]
+
+
+async def test_a_duplicate_cell_id_is_rejected() -> None:
+    async with SessionRuntime(GateDelegate()) as runtime:
+        runtime._registry[CellId("1")] = "closing"  # a cell "1" that is still closing
+        with pytest.raises(DuplicateCell) as raised:
+            await runtime.execute(request("1"), YieldAfter(60))
+        assert raised.value == DuplicateCell(CellId("1"))
+        del runtime._registry[CellId("1")]
+        started = await runtime.execute(request('text("next")'), YieldAfter(60))
+        assert started.cell_id == "2"  # the failed admission consumed id 1
+        assert await started.initial_event() == Completed([Text("next")])
+
+
+async def test_observe_and_terminate_unknown_cells_are_missing() -> None:
+    async with SessionRuntime(GateDelegate()) as runtime:
+        with pytest.raises(MissingCell) as observed:
+            await runtime.observe(CellId("7"), YieldAfter(1))
+        assert observed.value == MissingCell(CellId("7"))
+        with pytest.raises(MissingCell):
+            await runtime.begin_observe(CellId("7"), PendingFrontier())
+        with pytest.raises(MissingCell):
+            await runtime.terminate(CellId("7"))
+
+
+async def test_a_second_observer_is_busy_and_does_not_displace_the_first() -> None:
+    delegate = GateDelegate()
+    async with SessionRuntime(delegate) as runtime:
+        source = "yield_control(); await tools.block();"
+        started = await runtime.execute(request(source, ["block"]), YieldAfter(60))
+        assert await started.initial_event() == Yielded([])
+        first = await runtime.begin_observe(started.cell_id, YieldAfter(60))
+        with pytest.raises(BusyObserver) as raised:
+            await runtime.observe(started.cell_id, YieldAfter(60))
+        assert raised.value == BusyObserver(started.cell_id)
+        async with trio.open_nursery() as nursery:
+            results: list[object] = []
+
+            async def wait_first() -> None:
+                results.append(await first.event())
+
+            nursery.start_soon(wait_first)
+            await trio.testing.wait_all_tasks_blocked()
+            assert await runtime.terminate(started.cell_id) == Terminated([])
+        assert results == [Terminated([])]  # the observer got the same event
+
+
+async def test_begin_observe_admits_before_event_is_awaited() -> None:
+    delegate = GateDelegate(gates=["gate"])
+    async with SessionRuntime(delegate) as runtime:
+        source = 'yield_control(); await tools.gate(); text("later"); yield_control(); '
+        source += "await tools.block();"
+        started = await runtime.execute(request(source, ["gate", "block"]), YieldAfter(60))
+        assert await started.initial_event() == Yielded([])
+        pending = await runtime.begin_observe(started.cell_id, YieldAfter(60))
+        assert pending.cell_id == started.cell_id
+        # Admitted already: a second observer is refused before anyone awaits the first.
+        with pytest.raises(BusyObserver):
+            await runtime.begin_observe(started.cell_id, YieldAfter(60))
+        await delegate.next_call()
+        delegate.release("gate")
+        assert await pending.event() == Yielded([Text("later")])
+        await runtime.terminate(started.cell_id)
+
+
+async def test_concurrent_terminate_is_already_terminating() -> None:
+    class SlowCancelDelegate(GateDelegate):
+        async def invoke_tool(self, call: object) -> object:
+            self.started_send.send_nowait(call)  # type: ignore[arg-type]
+            try:
+                await trio.sleep_forever()
+            finally:
+                with trio.CancelScope(shield=True):
+                    await self.gates["cleanup"].wait()
+
+    delegate = SlowCancelDelegate(gates=["cleanup"])
+    async with SessionRuntime(delegate, RuntimeConfig(callback_grace=60)) as runtime:
+        started = await runtime.execute(request("await tools.slow();", ["slow"]), YieldAfter(60))
+        await delegate.next_call()
+        async with trio.open_nursery() as nursery:
+            results: list[object] = []
+
+            async def terminate() -> None:
+                results.append(await runtime.terminate(started.cell_id))
+
+            nursery.start_soon(terminate)
+            await trio.testing.wait_all_tasks_blocked()
+            with pytest.raises(AlreadyTerminating) as raised:
+                await runtime.terminate(started.cell_id)
+            assert raised.value == AlreadyTerminating(started.cell_id)
+            delegate.release("cleanup")
+        assert results == [Terminated([])]
+
+
+async def test_natural_completion_wins_over_a_later_terminate() -> None:
+    async with SessionRuntime(GateDelegate()) as runtime:
+        started = await runtime.execute(request('text("done")'), YieldAfter(0))
+        assert await started.initial_event() == Yielded([])
+        cell = runtime._cell(started.cell_id)
+        assert cell is not None
+        from code_mode._cell import Phase
+
+        with trio.fail_after(SAFETY):
+            await cell.wait_for_phase(Phase.COMPLETED)
+        assert await runtime.terminate(started.cell_id) == Completed([Text("done")])
+
+
+async def test_pending_frontier_lists_outstanding_calls() -> None:
+    delegate = GateDelegate(gates=["one"])
+    async with SessionRuntime(delegate) as runtime:
+        source = 'text("before"); const a = tools.one(); const b = tools.block();'
+        source += ' await a; text("after"); await b;'
+        started = await runtime.execute(request(source, ["one", "block"]), PendingFrontier())
+        assert await started.initial_event() == Pending([Text("before")], ["tool-1", "tool-2"])
+        delegate.release("one")
+        await trio.testing.wait_all_tasks_blocked()  # the result is on its way to V8
+        event = await runtime.observe(started.cell_id, PendingFrontier())
+        assert event == Pending([Text("after")], ["tool-2"])
+        assert await runtime.terminate(started.cell_id) == Terminated([])
+
+
+async def test_a_start_failure_is_a_runtime_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise _native.NativeIsolateError("failed to initialize code mode runtime")
+
+    monkeypatch.setattr(_native.NativeIsolate, "__init__", refuse)
+    async with SessionRuntime(GateDelegate()) as runtime:
+        with pytest.raises(RuntimeFailure) as raised:
+            await runtime.execute(request("1"), YieldAfter(1))
+        assert str(raised.value) == "failed to initialize code mode runtime"
+
+
+# -- shutdown, is_alive, leaving the block ----------------------------------------------
+
+
+async def test_is_alive_until_shutdown_and_execute_is_refused_after() -> None:
+    runtime = SessionRuntime(GateDelegate())
+    assert not runtime.is_alive()
+    async with runtime:
+        assert runtime.is_alive()
+        await runtime.shutdown()
+        assert not runtime.is_alive()
+        with pytest.raises(ShuttingDown) as raised:
+            await runtime.execute(request("1"), YieldAfter(1))
+        assert str(raised.value) == "code mode session is shutting down"
+        await runtime.shutdown()  # idempotent
+    assert not runtime.is_alive()
+
+
+async def test_a_cancelled_shutdown_leaves_the_session_closed() -> None:
+    async with SessionRuntime(GateDelegate()) as runtime:
+        await runtime._registry_lock.acquire()
+        with trio.move_on_after(0):
+            await runtime.shutdown()
+        runtime._registry_lock.release()
+        with pytest.raises(ShuttingDown):
+            await runtime.execute(request("1"), YieldAfter(1))
+
+
+async def test_shutdown_terminates_running_cells_and_waits_for_their_close() -> None:
+    delegate = GateDelegate()
+    async with SessionRuntime(delegate) as runtime:
+        started = await runtime.execute(request("while (true) {}"), YieldAfter(0.001))
+        assert await started.initial_event() == Yielded([])
+        with trio.fail_after(SAFETY):
+            await runtime.shutdown()
+        assert delegate.closed == [started.cell_id]
+
+
+def thread_ids() -> set[str]:
+    return set(os.listdir("/proc/self/task"))
+
+
+async def no_new_threads(before: set[str]) -> set[str]:
+    """The threads that exist now and did not before, after a bounded wait.
+
+    ``pthread_join`` returns when the kernel clears the thread id, a moment before the
+    task leaves ``/proc/self/task``, so a just-joined isolate thread can be listed for a
+    few microseconds more. This only waits out that window (threads that are really
+    left behind never leave); the caller asserts the result is empty.
+    """
+    with trio.move_on_after(2):
+        while thread_ids() - before:  # noqa: ASYNC110 - the kernel gives no event to wait on
+            await trio.sleep(0.001)
+    return thread_ids() - before
+
+
+async def test_leaving_the_block_leaves_no_thread_task_or_isolate_behind() -> None:
+    threads_before = thread_ids()
+    isolates_before = _native.live_isolate_count()
+    tasks_before = len(trio.lowlevel.current_root_task().child_nurseries[0].child_tasks)
+    delegate = GateDelegate()
+    async with SessionRuntime(delegate) as runtime:
+        busy = await runtime.execute(request("while (true) {}"), YieldAfter(0.001))
+        assert await busy.initial_event() == Yielded([])
+        waiting = await runtime.execute(request("await tools.block();", ["block"]), YieldAfter(0))
+        assert await waiting.initial_event() == Yielded([])
+        done = await runtime.execute(request('text("x")'), YieldAfter(60))
+        assert await done.initial_event() == Completed([Text("x")])
+        # one message-pump thread per live isolate, plus the session's engine worker
+        assert len(thread_ids() - threads_before) >= 3
+        assert _native.live_isolate_count() > isolates_before
+    assert await no_new_threads(threads_before) == set()
+    assert _native.live_isolate_count() == isolates_before
+    assert len(trio.lowlevel.current_root_task().child_nurseries[0].child_tasks) == tasks_before
+    assert sorted(delegate.closed) == ["1", "2", "3"]
+    assert delegate.cancelled == ["tool-1"]
