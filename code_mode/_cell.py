@@ -37,6 +37,7 @@ import trio
 
 from ._config import RuntimeConfig
 from ._delegate import SessionRuntimeDelegate
+from ._engine._backend import IsolateBackend
 from ._engine._bridge import (
     EngineEvent,
     Finished,
@@ -50,7 +51,6 @@ from ._engine._bridge import (
     json_depth_exceeds,
 )
 from ._engine._native import NativeIsolateError
-from ._engine._worker import BlockingWorker
 from ._engine.isolate import Isolate
 from ._errors import AlreadyTerminating, BusyObserver, MissingCell, RuntimeFailure
 from ._observer import OneShot
@@ -104,14 +104,14 @@ class CellHost:
         nursery: trio.Nursery,
         delegate: SessionRuntimeDelegate,
         config: RuntimeConfig,
-        worker: BlockingWorker,
+        backend: IsolateBackend,
         commit_writes: Callable[[dict[str, JSON]], str | None],
         close_cell: Callable[[CellId], Awaitable[None]],
     ) -> None:
         self.nursery = nursery
         self.delegate = delegate
         self.config = config
-        self.worker = worker
+        self.backend = backend
         self.commit_writes = commit_writes
         self.close_cell = close_cell
 
@@ -191,7 +191,7 @@ class Cell:
         observer.initial = True
         tools_payload = self._check_request()
         if self._startup_error is None:
-            isolate = Isolate(self._host.worker, self._config)
+            isolate = Isolate(self._host.backend, self._config)
             try:
                 await isolate.create()
             except NativeIsolateError as error:

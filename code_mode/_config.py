@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -70,6 +70,20 @@ class RuntimeConfig:
     max_message_bytes: int = attrs.field(default=16 * MiB, validator=_positive)
     """Largest single message from an isolate to the host, e.g. one tool input or one
     text item (default 16 MiB)."""
+
+    isolation: Literal["process", "thread"] = attrs.field(
+        default="process", validator=attrs.validators.in_(("process", "thread"))
+    )
+    """Where isolates run. ``"process"`` (the default) hosts them in worker processes,
+    so a fatal V8 failure (V8 aborts its process on some out-of-memory conditions, such
+    as one huge allocation) kills only a worker: its cells fail with a clear error and
+    the session carries on. ``"thread"`` runs them on threads of the host process:
+    lowest latency, for trusted code only, since such a failure ends the whole process.
+    See ``docs/security.md`` and ``docs/performance.md`` for the trade-off."""
+
+    worker_processes: int = attrs.field(default=1, validator=_positive)
+    """How many worker processes a session may run in ``"process"`` mode (default 1).
+    Cells are spread over them; a worker that dies takes only its own cells with it."""
 
     allow_remote_image_urls: bool = True
     """Whether ``image()`` accepts ``http(s)://`` URLs; ``False`` allows ``data:`` only."""

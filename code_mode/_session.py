@@ -31,6 +31,8 @@ import trio
 from ._cell import Cell, CellHost, _Observer
 from ._config import RuntimeConfig
 from ._delegate import SessionRuntimeDelegate
+from ._engine._backend import IsolateBackend, ThreadBackend
+from ._engine._process import ProcessPool
 from ._engine._worker import BlockingWorker
 from ._errors import DuplicateCell, MissingCell, ShuttingDown
 from ._observer import OneShot
@@ -84,7 +86,9 @@ class SessionRuntime:
         self._alive = False
         self._nursery_manager: AbstractAsyncContextManager[trio.Nursery] | None = None
         self._nursery: trio.Nursery | None = None
+        self._engine_nursery_manager: AbstractAsyncContextManager[trio.Nursery] | None = None
         self._worker = BlockingWorker()
+        self._pool: ProcessPool | None = None
         self._host: CellHost | None = None
 
     @property
@@ -96,14 +100,30 @@ class SessionRuntime:
     async def __aenter__(self) -> SessionRuntime:
         if self._nursery_manager is not None:
             raise RuntimeError("a SessionRuntime can only be entered once")
-        self._nursery_manager = trio.open_nursery()
-        self._nursery = await self._nursery_manager.__aenter__()
-        self._worker.start()
+        # Two nurseries: the outer one runs the engine (worker processes), the inner
+        # one the cells, so that every cell is gone before the engine is shut down.
+        self._engine_nursery_manager = trio.open_nursery()
+        engine_nursery = await self._engine_nursery_manager.__aenter__()
+        backend: IsolateBackend
+        try:
+            if self._config.isolation == "process":
+                self._pool = ProcessPool(engine_nursery, self._config.worker_processes)
+                await self._pool.prestart()
+                backend = self._pool
+            else:
+                self._worker.start()
+                backend = ThreadBackend(self._worker)
+            self._nursery_manager = trio.open_nursery()
+            self._nursery = await self._nursery_manager.__aenter__()
+        except BaseException as error:
+            await self._close_engine()
+            await self._engine_nursery_manager.__aexit__(type(error), error, error.__traceback__)
+            raise
         self._host = CellHost(
             nursery=self._nursery,
             delegate=self._delegate,
             config=self._config,
-            worker=self._worker,
+            backend=backend,
             commit_writes=self._commit_writes,
             close_cell=self._close_cell,
         )
@@ -125,12 +145,22 @@ class SessionRuntime:
             if isinstance(entry, Cell):
                 entry.request_shutdown()
         assert self._nursery_manager is not None
+        assert self._engine_nursery_manager is not None
         try:
             suppressed = await self._nursery_manager.__aexit__(exc_type, exc, traceback)
-            return bool(suppressed)
-        finally:
-            with trio.CancelScope(shield=True):
-                await self._worker.aclose()
+        except BaseException as error:
+            await self._close_engine()
+            await self._engine_nursery_manager.__aexit__(type(error), error, error.__traceback__)
+            raise
+        await self._close_engine()
+        await self._engine_nursery_manager.__aexit__(None, None, None)
+        return bool(suppressed)
+
+    async def _close_engine(self) -> None:
+        with trio.CancelScope(shield=True):
+            if self._pool is not None:
+                await self._pool.aclose()
+            await self._worker.aclose()
 
     def is_alive(self) -> bool:
         """True from entering the block until shutdown or exit begins; never again."""

@@ -20,3 +20,10 @@ def no_leaked_isolates() -> Iterator[None]:
     before = live_isolate_count()
     yield
     assert live_isolate_count() == before, "a test leaked a V8 isolate"
+
+
+@pytest.fixture(params=["process", "thread"])
+def isolation(request: pytest.FixtureRequest) -> str:
+    """Runs a test once per isolation mode (``RuntimeConfig.isolation``)."""
+    mode: str = request.param
+    return mode

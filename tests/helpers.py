@@ -11,6 +11,7 @@ from code_mode import (
     CellId,
     ExecuteRequest,
     NestedToolCall,
+    RuntimeConfig,
     ToolDefinition,
     ToolKind,
     ToolName,
@@ -91,3 +92,8 @@ class GateDelegate:
     async def cell_closed(self, cell_id: CellId) -> None:
         self.closed.append(cell_id)
         self.closed_event.set()
+
+
+def config(isolation: str, **limits: object) -> RuntimeConfig:
+    """A ``RuntimeConfig`` for ``isolation`` mode with some limits overridden."""
+    return RuntimeConfig(isolation=isolation, **limits)  # type: ignore[arg-type]

@@ -27,7 +27,7 @@ from code_mode import (
 )
 from code_mode._cell import Phase
 
-from .helpers import SAFETY, GateDelegate, request
+from .helpers import SAFETY, GateDelegate, config, request
 
 
 async def cancel_wait(awaitable_factory: object) -> None:
@@ -37,9 +37,11 @@ async def cancel_wait(awaitable_factory: object) -> None:
         await awaitable_factory()  # type: ignore[operator]
 
 
-async def test_01_completion_and_its_output_are_buffered_until_the_first_observation() -> None:
+async def test_01_completion_and_its_output_are_buffered_until_the_first_observation(
+    isolation: str,
+) -> None:
     delegate = GateDelegate()
-    async with SessionRuntime(delegate) as runtime:
+    async with SessionRuntime(delegate, config(isolation)) as runtime:
         started = await runtime.execute(request('text("before observation")'), YieldAfter(0))
         # An expired yield timer resolves the initial observation when the program starts.
         assert await started.initial_event() == Yielded([])
@@ -56,14 +58,16 @@ async def test_01_completion_and_its_output_are_buffered_until_the_first_observa
         assert delegate.closed == [started.cell_id]
 
 
-async def test_02_a_yield_racing_with_creation_is_kept_for_the_first_yield_observer() -> None:
+async def test_02_a_yield_racing_with_creation_is_kept_for_the_first_yield_observer(
+    isolation: str,
+) -> None:
     delegate = GateDelegate(gates=["gate"])
     source = """
         await tools.gate();
         text("before"); yield_control(); text("after");
         await tools.block();
     """
-    async with SessionRuntime(delegate) as runtime:
+    async with SessionRuntime(delegate, config(isolation)) as runtime:
         started = await runtime.execute(request(source, ["gate", "block"]), YieldAfter(60))
         await cancel_wait(started.initial_event)  # the exec caller went away
         assert (await delegate.next_call()).tool_name.name == "gate"
@@ -75,7 +79,9 @@ async def test_02_a_yield_racing_with_creation_is_kept_for_the_first_yield_obser
         assert await runtime.terminate(started.cell_id) == Terminated([])
 
 
-async def test_03_an_unattached_yield_after_the_first_observation_is_a_no_op() -> None:
+async def test_03_an_unattached_yield_after_the_first_observation_is_a_no_op(
+    isolation: str,
+) -> None:
     delegate = GateDelegate(gates=["gate", "gate2"])
     source = """
         text("a"); yield_control();
@@ -83,7 +89,10 @@ async def test_03_an_unattached_yield_after_the_first_observation_is_a_no_op() -
         await tools.gate2(); text("c"); yield_control();
         await tools.block();
     """
-    async with SessionRuntime(delegate) as runtime, trio.open_nursery() as nursery:
+    async with (
+        SessionRuntime(delegate, config(isolation)) as runtime,
+        trio.open_nursery() as nursery,
+    ):
         started = await runtime.execute(request(source, ["gate", "gate2", "block"]), YieldAfter(60))
         assert await started.initial_event() == Yielded([Text("a")])
         await delegate.next_call()  # gate
@@ -107,9 +116,9 @@ async def test_03_an_unattached_yield_after_the_first_observation_is_a_no_op() -
         await runtime.terminate(started.cell_id)
 
 
-async def test_04_an_expired_yield_timer_beats_output_already_queued() -> None:
+async def test_04_an_expired_yield_timer_beats_output_already_queued(isolation: str) -> None:
     delegate = GateDelegate()
-    async with SessionRuntime(delegate) as runtime:
+    async with SessionRuntime(delegate, config(isolation)) as runtime:
         source = 'text("queued output"); await tools.block();'
         started = await runtime.execute(request(source, ["block"]), YieldAfter(0))
         assert await started.initial_event() == Yielded([])
@@ -117,14 +126,16 @@ async def test_04_an_expired_yield_timer_beats_output_already_queued() -> None:
         assert await runtime.terminate(started.cell_id) == Terminated([Text("queued output")])
 
 
-async def test_05_an_observation_cancelled_before_it_is_processed_consumes_nothing() -> None:
+async def test_05_an_observation_cancelled_before_it_is_processed_consumes_nothing(
+    isolation: str,
+) -> None:
     delegate = GateDelegate(gates=["gate"])
     source = """
         yield_control();
         await tools.gate(); text("x"); yield_control();
         await tools.block();
     """
-    async with SessionRuntime(delegate) as runtime:
+    async with SessionRuntime(delegate, config(isolation)) as runtime:
         started = await runtime.execute(request(source, ["gate", "block"]), YieldAfter(60))
         assert await started.initial_event() == Yielded([])
         pending = await runtime.begin_observe(started.cell_id, YieldAfter(60))
@@ -136,10 +147,15 @@ async def test_05_an_observation_cancelled_before_it_is_processed_consumes_nothi
         await runtime.terminate(started.cell_id)
 
 
-async def test_06_a_cancelled_observers_output_survives_for_the_next_observer() -> None:
+async def test_06_a_cancelled_observers_output_survives_for_the_next_observer(
+    isolation: str,
+) -> None:
     delegate = GateDelegate(gates=["gate"])
     source = 'yield_control(); await tools.gate(); text("x"); await tools.block();'
-    async with SessionRuntime(delegate) as runtime, trio.open_nursery() as nursery:
+    async with (
+        SessionRuntime(delegate, config(isolation)) as runtime,
+        trio.open_nursery() as nursery,
+    ):
         started = await runtime.execute(request(source, ["gate", "block"]), YieldAfter(60))
         assert await started.initial_event() == Yielded([])
         waiting = trio.CancelScope()
@@ -161,9 +177,11 @@ async def test_06_a_cancelled_observers_output_survives_for_the_next_observer() 
         await runtime.terminate(started.cell_id)
 
 
-async def test_07_a_cancelled_frontier_observer_leaves_the_frontier_for_the_next() -> None:
+async def test_07_a_cancelled_frontier_observer_leaves_the_frontier_for_the_next(
+    isolation: str,
+) -> None:
     delegate = GateDelegate()
-    async with SessionRuntime(delegate) as runtime:
+    async with SessionRuntime(delegate, config(isolation)) as runtime:
         started = await runtime.execute(
             request("await tools.block();", ["block"]), PendingFrontier()
         )
@@ -184,9 +202,11 @@ class HoldingNotifyDelegate(GateDelegate):
         await trio.sleep_forever()
 
 
-async def test_08_termination_before_an_unobserved_completion_is_processed_wins() -> None:
+async def test_08_termination_before_an_unobserved_completion_is_processed_wins(
+    isolation: str,
+) -> None:
     delegate = HoldingNotifyDelegate()
-    async with SessionRuntime(delegate) as runtime:
+    async with SessionRuntime(delegate, config(isolation)) as runtime:
         source = 'store("k", 1); text("done"); notify("hold");'
         started = await runtime.execute(request(source), YieldAfter(0))
         assert await started.initial_event() == Yielded([])
@@ -198,8 +218,11 @@ async def test_08_termination_before_an_unobserved_completion_is_processed_wins(
         assert await next_cell.initial_event() == Completed([Text("undefined")])
 
 
-async def test_09_only_the_first_termination_claims_a_buffered_completion() -> None:
-    async with SessionRuntime(GateDelegate()) as runtime, trio.open_nursery() as nursery:
+async def test_09_only_the_first_termination_claims_a_buffered_completion(isolation: str) -> None:
+    async with (
+        SessionRuntime(GateDelegate(), config(isolation)) as runtime,
+        trio.open_nursery() as nursery,
+    ):
         started = await runtime.execute(request('text("done")'), YieldAfter(0))
         assert await started.initial_event() == Yielded([])
         cell = runtime._cell(started.cell_id)
@@ -230,9 +253,11 @@ async def test_09_only_the_first_termination_claims_a_buffered_completion() -> N
         ]
 
 
-async def test_10_completion_while_a_cancelled_observer_was_attached_is_rebuffered() -> None:
+async def test_10_completion_while_a_cancelled_observer_was_attached_is_rebuffered(
+    isolation: str,
+) -> None:
     delegate = GateDelegate(gates=["gate"])
-    async with SessionRuntime(delegate) as runtime:
+    async with SessionRuntime(delegate, config(isolation)) as runtime:
         source = 'await tools.gate(); text("after");'
         started = await runtime.execute(request(source, ["gate"]), YieldAfter(60))
         await delegate.next_call()
@@ -245,9 +270,11 @@ async def test_10_completion_while_a_cancelled_observer_was_attached_is_rebuffer
         assert await runtime.observe(started.cell_id, YieldAfter(60)) == Completed([Text("after")])
 
 
-async def test_11_a_frontier_observer_gets_initial_yield_and_completion_merged() -> None:
+async def test_11_a_frontier_observer_gets_initial_yield_and_completion_merged(
+    isolation: str,
+) -> None:
     delegate = GateDelegate(gates=["gate"])
-    async with SessionRuntime(delegate) as runtime:
+    async with SessionRuntime(delegate, config(isolation)) as runtime:
         source = 'await tools.gate(); text("before"); yield_control(); text("after");'
         started = await runtime.execute(request(source, ["gate"]), YieldAfter(60))
         await cancel_wait(started.initial_event)
@@ -261,7 +288,7 @@ async def test_11_a_frontier_observer_gets_initial_yield_and_completion_merged()
         assert event == Completed([Text("before"), Text("after")])
 
 
-async def test_12_parallel_tool_calls_settle_in_either_order() -> None:
+async def test_12_parallel_tool_calls_settle_in_either_order(isolation: str) -> None:
     delegate = GateDelegate(gates=["first", "second"], errors={"first": RuntimeError("failed")})
     source = """
         const first = tools.first().then((v) => "first ok", (e) => "first " + e.message);
@@ -269,7 +296,7 @@ async def test_12_parallel_tool_calls_settle_in_either_order() -> None:
         text(await first);
         text(await second);
     """
-    async with SessionRuntime(delegate) as runtime:
+    async with SessionRuntime(delegate, config(isolation)) as runtime:
         started = await runtime.execute(request(source, ["first", "second"]), YieldAfter(60))
         ids = {(await delegate.next_call()).tool_name.name for _ in range(2)}
         assert ids == {"first", "second"}
@@ -279,9 +306,11 @@ async def test_12_parallel_tool_calls_settle_in_either_order() -> None:
         assert await started.initial_event() == Completed([Text("first failed"), Text("second")])
 
 
-async def test_13_termination_after_a_yield_with_a_long_timer_pending_closes_at_once() -> None:
+async def test_13_termination_after_a_yield_with_a_long_timer_pending_closes_at_once(
+    isolation: str,
+) -> None:
     delegate = GateDelegate()
-    async with SessionRuntime(delegate) as runtime:
+    async with SessionRuntime(delegate, config(isolation)) as runtime:
         source = "setTimeout(() => {}, 60000); yield_control(); await new Promise(() => {});"
         started = await runtime.execute(request(source), YieldAfter(60))
         assert await started.initial_event() == Yielded([])
@@ -291,8 +320,10 @@ async def test_13_termination_after_a_yield_with_a_long_timer_pending_closes_at_
         assert delegate.closed == [started.cell_id]
 
 
-async def test_14_a_script_failure_keeps_its_writes_and_does_not_poison_the_next_cell() -> None:
-    async with SessionRuntime(GateDelegate()) as runtime:
+async def test_14_a_script_failure_keeps_its_writes_and_does_not_poison_the_next_cell(
+    isolation: str,
+) -> None:
+    async with SessionRuntime(GateDelegate(), config(isolation)) as runtime:
         source = 'store("answer", 42); throw new Error("boom");'
         started = await runtime.execute(request(source), YieldAfter(60))
         assert await started.initial_event() == Completed(
@@ -302,7 +333,7 @@ async def test_14_a_script_failure_keeps_its_writes_and_does_not_poison_the_next
         assert await healthy.initial_event() == Completed([Text("42")])
 
 
-async def test_15_a_script_producing_every_effect_yields_them_in_order() -> None:
+async def test_15_a_script_producing_every_effect_yields_them_in_order(isolation: str) -> None:
     delegate = GateDelegate(gates=["gate"])
     source = """
         text("one");
@@ -314,7 +345,7 @@ async def test_15_a_script_producing_every_effect_yields_them_in_order() -> None
         text("two");
         store("answer", 42);
     """
-    async with SessionRuntime(delegate) as runtime:
+    async with SessionRuntime(delegate, config(isolation)) as runtime:
         started = await runtime.execute(request(source, ["gate"]), YieldAfter(60))
         assert await started.initial_event() == Yielded(
             [Text("one"), Image("data:image/png;base64,AAA", ImageDetail.HIGH)]
@@ -336,8 +367,8 @@ async def test_15_a_script_producing_every_effect_yields_them_in_order() -> None
     ],
     ids=["busy-loop", "microtask-chain"],
 )
-async def test_16_terminate_interrupts_code_that_never_yields(source: str) -> None:
-    async with SessionRuntime(GateDelegate()) as runtime:
+async def test_16_terminate_interrupts_code_that_never_yields(source: str, isolation: str) -> None:
+    async with SessionRuntime(GateDelegate(), config(isolation)) as runtime:
         started = await runtime.execute(request(source), YieldAfter(0.01))
         assert await started.initial_event() == Yielded([])
         # The latency itself is measured by benchmark B4; here a generous bound only.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 import trio
@@ -27,9 +28,9 @@ from code_mode import (
     YieldAfter,
     Yielded,
 )
-from code_mode._engine import _native
+from code_mode._engine import _native, _process
 
-from .helpers import SAFETY, GateDelegate, request
+from .helpers import SAFETY, GateDelegate, config, request
 
 # -- errors --------------------------------------------------------------------------
 
@@ -79,8 +80,8 @@ def test_yield_after_rejects_negative_and_nan() -> None:
 # -- execute, observe, begin_observe, terminate ----------------------------------------
 
 
-async def test_execute_allocates_decimal_ids_in_order() -> None:
-    async with SessionRuntime(GateDelegate()) as runtime:
+async def test_execute_allocates_decimal_ids_in_order(isolation: str) -> None:
+    async with SessionRuntime(GateDelegate(), config(isolation)) as runtime:
         ids = []
         for _ in range(3):
             started = await runtime.execute(request('text("x")'), YieldAfter(60))
@@ -89,8 +90,8 @@ async def test_execute_allocates_decimal_ids_in_order() -> None:
         assert ids == ["1", "2", "3"]
 
 
-async def test_a_duplicate_cell_id_is_rejected() -> None:
-    async with SessionRuntime(GateDelegate()) as runtime:
+async def test_a_duplicate_cell_id_is_rejected(isolation: str) -> None:
+    async with SessionRuntime(GateDelegate(), config(isolation)) as runtime:
         runtime._registry[CellId("1")] = "closing"  # a cell "1" that is still closing
         with pytest.raises(DuplicateCell) as raised:
             await runtime.execute(request("1"), YieldAfter(60))
@@ -101,8 +102,8 @@ async def test_a_duplicate_cell_id_is_rejected() -> None:
         assert await started.initial_event() == Completed([Text("next")])
 
 
-async def test_observe_and_terminate_unknown_cells_are_missing() -> None:
-    async with SessionRuntime(GateDelegate()) as runtime:
+async def test_observe_and_terminate_unknown_cells_are_missing(isolation: str) -> None:
+    async with SessionRuntime(GateDelegate(), config(isolation)) as runtime:
         with pytest.raises(MissingCell) as observed:
             await runtime.observe(CellId("7"), YieldAfter(1))
         assert observed.value == MissingCell(CellId("7"))
@@ -112,9 +113,9 @@ async def test_observe_and_terminate_unknown_cells_are_missing() -> None:
             await runtime.terminate(CellId("7"))
 
 
-async def test_a_second_observer_is_busy_and_does_not_displace_the_first() -> None:
+async def test_a_second_observer_is_busy_and_does_not_displace_the_first(isolation: str) -> None:
     delegate = GateDelegate()
-    async with SessionRuntime(delegate) as runtime:
+    async with SessionRuntime(delegate, config(isolation)) as runtime:
         source = "yield_control(); await tools.block();"
         started = await runtime.execute(request(source, ["block"]), YieldAfter(60))
         assert await started.initial_event() == Yielded([])
@@ -134,9 +135,9 @@ async def test_a_second_observer_is_busy_and_does_not_displace_the_first() -> No
         assert results == [Terminated([])]  # the observer got the same event
 
 
-async def test_begin_observe_admits_before_event_is_awaited() -> None:
+async def test_begin_observe_admits_before_event_is_awaited(isolation: str) -> None:
     delegate = GateDelegate(gates=["gate"])
-    async with SessionRuntime(delegate) as runtime:
+    async with SessionRuntime(delegate, config(isolation)) as runtime:
         source = 'yield_control(); await tools.gate(); text("later"); yield_control(); '
         source += "await tools.block();"
         started = await runtime.execute(request(source, ["gate", "block"]), YieldAfter(60))
@@ -152,7 +153,7 @@ async def test_begin_observe_admits_before_event_is_awaited() -> None:
         await runtime.terminate(started.cell_id)
 
 
-async def test_concurrent_terminate_is_already_terminating() -> None:
+async def test_concurrent_terminate_is_already_terminating(isolation: str) -> None:
     class SlowCancelDelegate(GateDelegate):
         async def invoke_tool(self, call: object) -> object:
             self.started_send.send_nowait(call)  # type: ignore[arg-type]
@@ -163,7 +164,7 @@ async def test_concurrent_terminate_is_already_terminating() -> None:
                     await self.gates["cleanup"].wait()
 
     delegate = SlowCancelDelegate(gates=["cleanup"])
-    async with SessionRuntime(delegate, RuntimeConfig(callback_grace=60)) as runtime:
+    async with SessionRuntime(delegate, config(isolation, callback_grace=60)) as runtime:
         started = await runtime.execute(request("await tools.slow();", ["slow"]), YieldAfter(60))
         await delegate.next_call()
         async with trio.open_nursery() as nursery:
@@ -181,8 +182,8 @@ async def test_concurrent_terminate_is_already_terminating() -> None:
         assert results == [Terminated([])]
 
 
-async def test_natural_completion_wins_over_a_later_terminate() -> None:
-    async with SessionRuntime(GateDelegate()) as runtime:
+async def test_natural_completion_wins_over_a_later_terminate(isolation: str) -> None:
+    async with SessionRuntime(GateDelegate(), config(isolation)) as runtime:
         started = await runtime.execute(request('text("done")'), YieldAfter(0))
         assert await started.initial_event() == Yielded([])
         cell = runtime._cell(started.cell_id)
@@ -194,9 +195,9 @@ async def test_natural_completion_wins_over_a_later_terminate() -> None:
         assert await runtime.terminate(started.cell_id) == Completed([Text("done")])
 
 
-async def test_pending_frontier_lists_outstanding_calls() -> None:
+async def test_pending_frontier_lists_outstanding_calls(isolation: str) -> None:
     delegate = GateDelegate(gates=["one"])
-    async with SessionRuntime(delegate) as runtime:
+    async with SessionRuntime(delegate, config(isolation)) as runtime:
         source = 'text("before"); const a = tools.one(); const b = tools.block();'
         source += ' await a; text("after"); await b;'
         started = await runtime.execute(request(source, ["one", "block"]), PendingFrontier())
@@ -213,17 +214,55 @@ async def test_a_start_failure_is_a_runtime_failure(monkeypatch: pytest.MonkeyPa
         raise _native.NativeIsolateError("failed to initialize code mode runtime")
 
     monkeypatch.setattr(_native.NativeIsolate, "__init__", refuse)
-    async with SessionRuntime(GateDelegate()) as runtime:
+    async with SessionRuntime(GateDelegate(), config("thread")) as runtime:
         with pytest.raises(RuntimeFailure) as raised:
             await runtime.execute(request("1"), YieldAfter(1))
         assert str(raised.value) == "failed to initialize code mode runtime"
+        assert runtime.is_alive()
+
+
+async def test_a_worker_that_cannot_start_is_a_runtime_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_process, "BOOTSTRAP", "import sys; sys.exit(3)")
+    async with SessionRuntime(GateDelegate(), config("process")) as runtime:
+        with pytest.raises(RuntimeFailure) as raised:
+            await runtime.execute(request("1"), YieldAfter(1))
+        assert str(raised.value) == (
+            "exec runtime ended unexpectedly: the JavaScript worker process died (exit code 3)"
+        )
+
+
+async def test_a_worker_killed_mid_cell_fails_only_its_cells(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    delegate = GateDelegate()
+    async with SessionRuntime(delegate, config("process")) as runtime:
+        started = await runtime.execute(
+            request('text("partial"); await tools.block();', ["block"]), YieldAfter(60)
+        )
+        await delegate.next_call()
+        assert runtime._pool is not None
+        (worker,) = runtime._pool.workers
+        assert worker.pid is not None
+        os.kill(worker.pid, signal.SIGKILL)
+        assert await started.initial_event() == Completed(
+            [Text("partial")],
+            error_text="exec runtime ended unexpectedly: the JavaScript worker process died "
+            "(killed by SIGKILL)",
+        )
+        assert delegate.cancelled == ["tool-1"]
+        following = await runtime.execute(request('text("fresh worker")'), YieldAfter(60))
+        assert await following.initial_event() == Completed([Text("fresh worker")])
+        (replacement,) = runtime._pool.workers
+        assert replacement is not worker and replacement.pid != worker.pid
 
 
 # -- shutdown, is_alive, leaving the block ----------------------------------------------
 
 
-async def test_is_alive_until_shutdown_and_execute_is_refused_after() -> None:
-    runtime = SessionRuntime(GateDelegate())
+async def test_is_alive_until_shutdown_and_execute_is_refused_after(isolation: str) -> None:
+    runtime = SessionRuntime(GateDelegate(), config(isolation))
     assert not runtime.is_alive()
     async with runtime:
         assert runtime.is_alive()
@@ -236,8 +275,8 @@ async def test_is_alive_until_shutdown_and_execute_is_refused_after() -> None:
     assert not runtime.is_alive()
 
 
-async def test_a_cancelled_shutdown_leaves_the_session_closed() -> None:
-    async with SessionRuntime(GateDelegate()) as runtime:
+async def test_a_cancelled_shutdown_leaves_the_session_closed(isolation: str) -> None:
+    async with SessionRuntime(GateDelegate(), config(isolation)) as runtime:
         await runtime._registry_lock.acquire()
         with trio.move_on_after(0):
             await runtime.shutdown()
@@ -246,9 +285,9 @@ async def test_a_cancelled_shutdown_leaves_the_session_closed() -> None:
             await runtime.execute(request("1"), YieldAfter(1))
 
 
-async def test_shutdown_terminates_running_cells_and_waits_for_their_close() -> None:
+async def test_shutdown_terminates_running_cells_and_waits_for_their_close(isolation: str) -> None:
     delegate = GateDelegate()
-    async with SessionRuntime(delegate) as runtime:
+    async with SessionRuntime(delegate, config(isolation)) as runtime:
         started = await runtime.execute(request("while (true) {}"), YieldAfter(0.001))
         assert await started.initial_event() == Yielded([])
         with trio.fail_after(SAFETY):
@@ -274,23 +313,28 @@ async def no_new_threads(before: set[str]) -> set[str]:
     return thread_ids() - before
 
 
-async def test_leaving_the_block_leaves_no_thread_task_or_isolate_behind() -> None:
+async def test_leaving_the_block_leaves_no_thread_task_or_isolate_behind(isolation: str) -> None:
     threads_before = thread_ids()
     isolates_before = _native.live_isolate_count()
+    children_before = _process.child_process_count()
     tasks_before = len(trio.lowlevel.current_root_task().child_nurseries[0].child_tasks)
     delegate = GateDelegate()
-    async with SessionRuntime(delegate) as runtime:
+    async with SessionRuntime(delegate, config(isolation)) as runtime:
         busy = await runtime.execute(request("while (true) {}"), YieldAfter(0.001))
         assert await busy.initial_event() == Yielded([])
         waiting = await runtime.execute(request("await tools.block();", ["block"]), YieldAfter(0))
         assert await waiting.initial_event() == Yielded([])
         done = await runtime.execute(request('text("x")'), YieldAfter(60))
         assert await done.initial_event() == Completed([Text("x")])
-        # one message-pump thread per live isolate, plus the session's engine worker
-        assert len(thread_ids() - threads_before) >= 3
-        assert _native.live_isolate_count() > isolates_before
+        if isolation == "thread":
+            # one message-pump thread per live isolate, plus the session's engine worker
+            assert len(thread_ids() - threads_before) >= 3
+            assert _native.live_isolate_count() > isolates_before
+        else:
+            assert _process.child_process_count() == children_before + 1
     assert await no_new_threads(threads_before) == set()
     assert _native.live_isolate_count() == isolates_before
+    assert _process.child_process_count() == children_before
     assert len(trio.lowlevel.current_root_task().child_nurseries[0].child_tasks) == tasks_before
     assert sorted(delegate.closed) == ["1", "2", "3"]
     assert delegate.cancelled == ["tool-1"]

@@ -30,7 +30,7 @@ from code_mode import (
     Yielded,
 )
 
-SAFETY = 10.0  # seconds; a hang guard, never the thing under test
+from .helpers import SAFETY, config
 
 
 class FirstCloseOutcome(enum.Enum):
@@ -131,9 +131,12 @@ class Task:
 DONE = Completed(content_items=[Text("done")], error_text=None)
 
 
-async def test_closing_cells_reject_requests_while_delegate_cleanup_runs() -> None:
+async def test_closing_cells_reject_requests_while_delegate_cleanup_runs(isolation: str) -> None:
     delegate = BlockingCloseDelegate(FirstCloseOutcome.SUCCEEDS)
-    async with SessionRuntime(delegate) as runtime, trio.open_nursery() as nursery:
+    async with (
+        SessionRuntime(delegate, config(isolation)) as runtime,
+        trio.open_nursery() as nursery,
+    ):
         started = await runtime.execute(execute_request('text("done");'), YieldAfter(60))
         cell_id = started.cell_id
 
@@ -157,9 +160,12 @@ async def test_closing_cells_reject_requests_while_delegate_cleanup_runs() -> No
         assert await shutdown.wait() is None
 
 
-async def test_shutdown_waits_for_each_cell_to_finish_delegate_cleanup() -> None:
+async def test_shutdown_waits_for_each_cell_to_finish_delegate_cleanup(isolation: str) -> None:
     delegate = BlockingCloseDelegate(FirstCloseOutcome.SUCCEEDS)
-    async with SessionRuntime(delegate) as runtime, trio.open_nursery() as nursery:
+    async with (
+        SessionRuntime(delegate, config(isolation)) as runtime,
+        trio.open_nursery() as nursery,
+    ):
         completed = await runtime.execute(execute_request('text("done");'), YieldAfter(60))
         assert await completed.initial_event() == DONE
         with trio.fail_after(SAFETY):
@@ -184,9 +190,14 @@ async def test_shutdown_waits_for_each_cell_to_finish_delegate_cleanup() -> None
         assert await shutdown.wait() is None
 
 
-async def test_shutdown_waits_for_remaining_cells_when_delegate_cleanup_fails() -> None:
+async def test_shutdown_waits_for_remaining_cells_when_delegate_cleanup_fails(
+    isolation: str,
+) -> None:
     delegate = BlockingCloseDelegate(FirstCloseOutcome.FAILS)
-    async with SessionRuntime(delegate) as runtime, trio.open_nursery() as nursery:
+    async with (
+        SessionRuntime(delegate, config(isolation)) as runtime,
+        trio.open_nursery() as nursery,
+    ):
         completed = await runtime.execute(execute_request('text("done");'), YieldAfter(60))
         assert await completed.initial_event() == DONE
         with trio.fail_after(SAFETY):
@@ -208,9 +219,12 @@ async def test_shutdown_waits_for_remaining_cells_when_delegate_cleanup_fails() 
         assert await shutdown.wait() is None
 
 
-async def test_concurrent_shutdowns_wait_for_the_same_cell_cleanup() -> None:
+async def test_concurrent_shutdowns_wait_for_the_same_cell_cleanup(isolation: str) -> None:
     delegate = BlockingCloseDelegate(FirstCloseOutcome.SUCCEEDS)
-    async with SessionRuntime(delegate) as runtime, trio.open_nursery() as nursery:
+    async with (
+        SessionRuntime(delegate, config(isolation)) as runtime,
+        trio.open_nursery() as nursery,
+    ):
         completed = await runtime.execute(execute_request('text("done");'), YieldAfter(60))
         cell_id = completed.cell_id
         assert await completed.initial_event() == DONE
@@ -229,9 +243,14 @@ async def test_concurrent_shutdowns_wait_for_the_same_cell_cleanup() -> None:
         assert await second_shutdown.wait() is None
 
 
-async def test_shutdown_waits_for_cell_admission_already_queued_for_the_registry_lock() -> None:
+async def test_shutdown_waits_for_cell_admission_already_queued_for_the_registry_lock(
+    isolation: str,
+) -> None:
     delegate = BlockingCloseDelegate(FirstCloseOutcome.SUCCEEDS)
-    async with SessionRuntime(delegate) as runtime, trio.open_nursery() as nursery:
+    async with (
+        SessionRuntime(delegate, config(isolation)) as runtime,
+        trio.open_nursery() as nursery,
+    ):
         await runtime._registry_lock.acquire()
 
         execution = Task.spawn(
@@ -257,7 +276,7 @@ async def test_shutdown_waits_for_cell_admission_already_queued_for_the_registry
         assert await shutdown.wait() is None
 
 
-async def test_drop_terminates_cells_when_the_registry_is_locked() -> None:
+async def test_drop_terminates_cells_when_the_registry_is_locked(isolation: str) -> None:
     delegate = BlockingCloseDelegate(FirstCloseOutcome.SUCCEEDS)
     drop = trio.Event()
     dropped = trio.Event()
@@ -266,7 +285,7 @@ async def test_drop_terminates_cells_when_the_registry_is_locked() -> None:
     cell_ids: list[CellId] = []
 
     async def session_owner() -> None:
-        async with SessionRuntime(delegate) as runtime:
+        async with SessionRuntime(delegate, config(isolation)) as runtime:
             holder.append(runtime)
             started = await runtime.execute(execute_request("while (true) {}"), YieldAfter(0.001))
             cell_ids.append(started.cell_id)
@@ -295,9 +314,9 @@ async def test_drop_terminates_cells_when_the_registry_is_locked() -> None:
         assert runtime._cell_count == 0
 
 
-async def test_drop_cancels_notifications_during_natural_completion_when_registry_is_locked() -> (
-    None
-):
+async def test_drop_cancels_notifications_during_natural_completion_when_registry_is_locked(
+    isolation: str,
+) -> None:
     delegate = BlockingNotificationDelegate()
     drop = trio.Event()
     dropped = trio.Event()
@@ -306,7 +325,7 @@ async def test_drop_cancels_notifications_during_natural_completion_when_registr
     cell_ids: list[CellId] = []
 
     async def session_owner() -> None:
-        async with SessionRuntime(delegate) as runtime:
+        async with SessionRuntime(delegate, config(isolation)) as runtime:
             holder.append(runtime)
             started = await runtime.execute(execute_request('notify("pending");'), YieldAfter(60))
             cell_ids.append(started.cell_id)

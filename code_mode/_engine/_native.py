@@ -46,6 +46,7 @@ _ERROR_TYPES: Final = frozenset({200, 201, 202, 203, 204, 205, 206})
 _BELL_MORE: Final = 1
 _BELL_END: Final = 2
 _FIRST_TAG: Final = 16
+FIRST_PROGRAM_TAG: Final = 1024
 
 TASK_OK: Final = "ok"
 TASK_ERROR: Final = "error"
@@ -106,8 +107,11 @@ class NativeIsolate:
         self._lock = threading.Lock()
         # Set up synchronously: results of set-up evaluations arrive here.
         self._setup_results: dict[int, Any] = {}
+        # Set-up evaluations use tags 16.. and the prelude; later tags come from the
+        # caller, who starts far above them (see FIRST_PROGRAM_TAG).
         self._setup_done = threading.Condition()
         self._next_tag = _FIRST_TAG
+        self._tasks: dict[int, int] = {}  # tag -> mini-racer task id, while in flight
         self._keep: list[Any] = []  # raw handles that must live as long as the context
         self._callback = MR_CALLBACK(self._on_callback)
         self._ctx = self._dll.mr_init_context(self._callback)
@@ -158,38 +162,30 @@ class NativeIsolate:
 
     # -- the two paths ----------------------------------------------------------
 
-    def _post(self, code: str) -> int:
-        with self._lock:
-            tag = self._next_tag
-            self._next_tag += 1
+    def _post(self, code: str, tag: int | None = None) -> int:
+        if tag is None:
+            with self._lock:
+                tag = self._next_tag
+                self._next_tag += 1
         handle = self._string_value(code)
-        self._dll.mr_eval(self._ctx, handle, tag)
+        self._tasks[tag] = int(self._dll.mr_eval(self._ctx, handle, tag))
         self._dll.mr_free_value(self._ctx, handle)
         return tag
 
-    def post(self, code: str) -> int:
-        """Queue ``code`` for evaluation on the isolate thread; returns its tag (the
-        outcome reaches ``on_task``). Never blocks."""
+    def post(self, code: str, tag: int) -> None:
+        """Queue ``code`` for evaluation on the isolate thread under ``tag`` (at least
+        16, unique per isolate); its outcome reaches ``on_task``. Never blocks."""
         if self._closed:
             raise NativeIsolateError("isolate is closed")
-        return self._post(code)
+        if tag < _FIRST_TAG:
+            raise ValueError("evaluation tags start at 16")
+        self._post(code, tag)
 
-    def post_task(self, code: str) -> tuple[int, int]:
-        """Like :meth:`post` but also returns mini-racer's task id, for :meth:`cancel`."""
-        if self._closed:
-            raise NativeIsolateError("isolate is closed")
-        with self._lock:
-            tag = self._next_tag
-            self._next_tag += 1
-        handle = self._string_value(code)
-        task_id = int(self._dll.mr_eval(self._ctx, handle, tag))
-        self._dll.mr_free_value(self._ctx, handle)
-        return tag, task_id
-
-    def cancel(self, task_id: int) -> None:
-        """Interrupt the evaluation ``task_id`` if it is running (V8 terminate-execution);
+    def cancel(self, tag: int) -> None:
+        """Interrupt the evaluation ``tag`` if it is running (V8 terminate-execution);
         a queued one is skipped. Never blocks."""
-        if not self._closed:
+        task_id = self._tasks.get(tag)
+        if task_id is not None and not self._closed:
             self._dll.mr_cancel_task(self._ctx, task_id)
 
     def memory_limit_reached(self) -> bool:
@@ -249,6 +245,7 @@ class NativeIsolate:
                 self._setup_results[tag] = value
                 self._setup_done.notify_all()
             return
+        self._tasks.pop(tag, None)
         detail = ""
         if kind == _TYPE_OOM_EXCEPTION:
             outcome = TASK_OOM

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from importlib import resources
+from pathlib import Path
 
 _PARTS = ("output.js", "runtime.js")
 
@@ -14,7 +14,7 @@ def prelude_source() -> str:
     object (where the native set-up left them), defines the runtime in its closure,
     installs ``__code_mode_recv`` and returns the private ``ArrayBuffer`` the host
     reads messages from."""
-    js = resources.files("code_mode._engine") / "js"
+    js = Path(__file__).parent / "js"
     body = "\n".join((js / part).read_text(encoding="utf-8") for part in _PARTS)
     return (
         "(function () {\n"

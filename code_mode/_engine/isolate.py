@@ -20,9 +20,9 @@ from typing import Any, Protocol
 import trio
 
 from .._config import RuntimeConfig
+from ._backend import IsolateBackend, IsolateHandle
 from ._bridge import EngineEvent, MessageValidator, ProtocolViolation
-from ._native import TASK_ERROR, TASK_OK, TASK_OOM, TASK_TERMINATED, NativeIsolate
-from ._worker import BlockingWorker
+from ._native import FIRST_PROGRAM_TAG, TASK_ERROR, TASK_OK, TASK_OOM, TASK_TERMINATED
 
 PROBE = '__code_mode_recv("[]")'
 
@@ -45,16 +45,17 @@ class EngineListener(Protocol):
 class Isolate:
     """One V8 isolate running one program, seen from trio."""
 
-    def __init__(self, worker: BlockingWorker, config: RuntimeConfig) -> None:
-        self._worker = worker
+    def __init__(self, backend: IsolateBackend, config: RuntimeConfig) -> None:
+        self._backend = backend
         self._config = config
-        self._native: NativeIsolate | None = None
+        self._native: IsolateHandle | None = None
+        self._next_tag = FIRST_PROGRAM_TAG
         self._listener: EngineListener | None = None
         self._validator: MessageValidator | None = None
         self._token = trio.lowlevel.current_trio_token()
         self._outbox: list[str] = []
         self._post_scheduled = False
-        self._in_flight: dict[int, int] = {}  # tag -> mini-racer task id
+        self._in_flight: set[int] = set()  # tags of evaluations not yet ended
         self._terminating = False
         self._drained: trio.Event | None = None
         self._drain_tag = -1
@@ -64,18 +65,20 @@ class Isolate:
     # -- lifecycle ----------------------------------------------------------------
 
     async def create(self) -> None:
-        """Create the isolate and install the prelude (on the worker thread)."""
-        config = self._config
+        """Create the isolate and install the prelude (raises ``NativeIsolateError``)."""
+        self._native = await self._backend.create_isolate(
+            self,
+            memory_limit_bytes=self._config.memory_limit_bytes,
+            max_message_chars=self._config.max_message_bytes,
+        )
 
-        def build() -> NativeIsolate:
-            return NativeIsolate(
-                memory_limit_bytes=config.memory_limit_bytes,
-                max_message_chars=config.max_message_bytes,
-                on_batch=self._batch_from_thread,
-                on_task=self._task_from_thread,
-            )
-
-        self._native = await self._worker.run(build)
+    def _post(self, code: str) -> int:
+        assert self._native is not None
+        tag = self._next_tag
+        self._next_tag += 1
+        self._in_flight.add(tag)
+        self._native.post(code, tag)
+        return tag
 
     def start(
         self,
@@ -111,14 +114,10 @@ class Isolate:
             return
         self._terminating = True
         self._outbox.clear()
-        for task_id in list(self._in_flight.values()):
-            native.cancel(task_id)
+        for tag in list(self._in_flight):
+            native.cancel(tag)
         self._drained = trio.Event()
-        try:
-            self._drain_tag, task_id = native.post_task(PROBE)
-        except Exception:
-            return
-        self._in_flight[self._drain_tag] = task_id
+        self._drain_tag = self._post(PROBE)
         with trio.move_on_after(DRAIN_TIMEOUT):
             await self._drained.wait()
 
@@ -130,15 +129,15 @@ class Isolate:
             return
         self._terminating = True
         self._outbox.clear()
-        for task_id in list(self._in_flight.values()):
-            native.cancel(task_id)
+        for tag in list(self._in_flight):
+            native.cancel(tag)
 
     async def close(self) -> None:
         """Free the isolate (stops any JavaScript still running, joins its thread)."""
         native, self._native = self._native, None
         self._closed = True
         if native is not None:
-            await self._worker.run(native.close)
+            await native.close()
 
     @property
     def idle(self) -> bool:
@@ -172,23 +171,24 @@ class Isolate:
             return
         batch = "[" + ",".join(self._outbox) + "]"
         self._outbox.clear()
-        for code in (f"__code_mode_recv({json.dumps(batch)})", PROBE):
-            tag, task_id = native.post_task(code)
-            self._in_flight[tag] = task_id
+        self._post(f"__code_mode_recv({json.dumps(batch)})")
+        self._post(PROBE)
 
-    # -- reports from the isolate thread -------------------------------------------
+    # -- IsolateSink: reports from the isolate (on the trio thread) ----------------
 
-    def _batch_from_thread(self, text: str | None) -> None:
-        try:  # noqa: SIM105 - a bare try is cheapest on this per-message path
-            self._token.run_sync_soon(self._on_batch, text)
-        except trio.RunFinishedError:  # pragma: no cover - session already gone
-            pass
+    def on_batch(self, text: str | None) -> None:
+        self._on_batch(text)
 
-    def _task_from_thread(self, tag: int, outcome: str, detail: str) -> None:
-        try:  # noqa: SIM105 - a bare try is cheapest on this per-message path
-            self._token.run_sync_soon(self._on_task, tag, outcome, detail)
-        except trio.RunFinishedError:  # pragma: no cover - session already gone
-            pass
+    def on_task(self, tag: int, outcome: str, detail: str) -> None:
+        self._on_task(tag, outcome, detail)
+
+    def on_crash(self, message: str) -> None:
+        self._in_flight.clear()
+        if self._drained is not None:
+            self._drained.set()
+        if not (self._closed or self._terminating or self._failed):
+            self._fail(message)
+        self._native = None  # nothing left to cancel or close
 
     def _on_batch(self, text: str | None) -> None:
         if self._closed or self._failed or self._listener is None:
@@ -211,7 +211,7 @@ class Isolate:
             self._listener.on_engine_event(event)
 
     def _on_task(self, tag: int, outcome: str, detail: str) -> None:
-        self._in_flight.pop(tag, None)
+        self._in_flight.discard(tag)
         if self._closed:
             return
         if tag == self._drain_tag and self._drained is not None:
@@ -239,7 +239,7 @@ class Isolate:
         self._failed = True
         self._outbox.clear()
         if self._native is not None:
-            for task_id in list(self._in_flight.values()):
-                self._native.cancel(task_id)
+            for tag in list(self._in_flight):
+                self._native.cancel(tag)
         if self._listener is not None:
             self._listener.on_engine_failure(message)

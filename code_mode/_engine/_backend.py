@@ -1,0 +1,110 @@
+"""Where isolates live: in this process (``thread``) or in worker processes (``process``).
+
+Both backends give the same narrow interface, so :class:`~code_mode._engine.isolate.Isolate`
+and everything above it do not care which one runs the JavaScript:
+
+* :class:`IsolateHandle`: post an evaluation under a tag, cancel it, close the isolate;
+* :class:`IsolateSink`: what the isolate reports back, always on the trio thread.
+
+``thread`` runs each isolate on its own thread inside the host process: the fastest
+path, but a fatal V8 failure (some out-of-memory conditions abort instead of throwing)
+takes the whole Python process down. ``process`` runs isolates in worker processes
+that speak the same protocol over pipes (:mod:`._process`): a fatal failure kills
+only that worker; its cells fail with a clear error and a new worker replaces it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Protocol
+
+import trio
+
+from ._native import NativeIsolate
+from ._worker import BlockingWorker
+
+
+class IsolateSink(Protocol):
+    """Receives what an isolate reports. Called on the trio thread."""
+
+    def on_batch(self, text: str | None) -> None:
+        """A batch of JSON messages, or ``None`` for one dropped as oversized."""
+
+    def on_task(self, tag: int, outcome: str, detail: str) -> None:
+        """The evaluation ``tag`` ended (``ok``, ``error``, ``oom``, ``terminated``)."""
+
+    def on_crash(self, message: str) -> None:
+        """The isolate is gone without a result (its worker process died)."""
+
+
+class IsolateHandle(Protocol):
+    """Controls one isolate. ``post`` and ``cancel`` never block."""
+
+    def post(self, code: str, tag: int) -> None: ...
+
+    def cancel(self, tag: int) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class IsolateBackend(Protocol):
+    """Creates isolates."""
+
+    async def create_isolate(
+        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
+    ) -> IsolateHandle:
+        """A new isolate with the prelude installed; raises ``NativeIsolateError``."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+class _ThreadIsolate:
+    def __init__(self, native: NativeIsolate, worker: BlockingWorker) -> None:
+        self._native = native
+        self._worker = worker
+
+    def post(self, code: str, tag: int) -> None:
+        self._native.post(code, tag)
+
+    def cancel(self, tag: int) -> None:
+        self._native.cancel(tag)
+
+    async def close(self) -> None:
+        await self._worker.run(self._native.close)
+
+
+class ThreadBackend:
+    """Isolates on their own threads in this process (``RuntimeConfig.isolation =
+    "thread"``). Creating and closing them block, so they run on the session's
+    :class:`BlockingWorker`; reports are handed to the trio thread with
+    ``TrioToken.run_sync_soon``."""
+
+    def __init__(self, worker: BlockingWorker) -> None:
+        self._worker = worker
+
+    async def create_isolate(
+        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
+    ) -> IsolateHandle:
+        token = trio.lowlevel.current_trio_token()
+
+        def on_batch(text: str | None) -> None:
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(sink.on_batch, text)
+
+        def on_task(tag: int, outcome: str, detail: str) -> None:
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(sink.on_task, tag, outcome, detail)
+
+        def build() -> NativeIsolate:
+            return NativeIsolate(
+                memory_limit_bytes=memory_limit_bytes,
+                max_message_chars=max_message_chars,
+                on_batch=on_batch,
+                on_task=on_task,
+            )
+
+        return _ThreadIsolate(await self._worker.run(build), self._worker)
+
+    async def aclose(self) -> None:
+        return None

@@ -1,0 +1,135 @@
+"""Entry point of a JavaScript worker process (see :data:`BOOTSTRAP`).
+
+The host writes frames (:mod:`._wire`) to our stdin and reads frames from our stdout:
+
+* host -> worker: ``create`` / ``post`` / ``cancel`` / ``close`` for isolate ``id``;
+* worker -> host: ``created`` (with an ``error`` or none), ``batch`` (a message batch
+  from the isolate, or ``oversized``), ``task`` (an evaluation ended), ``closed``.
+
+The main thread reads commands; ``post`` and ``cancel`` only queue work in V8 and
+return. Creating and closing isolates block for milliseconds, so two helper threads do
+them. Reports come from the isolates' own threads and are written under one lock. When
+stdin closes (the session ends, or the host died) every isolate is closed and the
+process exits. A fatal V8 error kills this process only; the host notices the closed
+pipe and fails the cells that lived here.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, BinaryIO
+
+from ._native import NativeIsolate, NativeIsolateError
+from ._wire import FrameReader, frame
+
+#: The ``python -c`` program that starts a worker. It registers a bare ``code_mode``
+#: package so that importing this module does not run ``code_mode/__init__.py`` (trio,
+#: attrs, the session runtime): a worker needs only the engine and starts in ~0.1 s.
+BOOTSTRAP = """
+import sys, types
+package = types.ModuleType("code_mode")
+package.__path__ = [sys.argv[1]]
+sys.modules["code_mode"] = package
+from code_mode._engine._worker_main import main
+main()
+"""
+
+
+class _Writer:
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+
+    def send(self, header: dict[str, Any], body: str | None = None) -> None:
+        data = frame(header, body)
+        with self._lock:
+            try:
+                self._stream.write(data)
+                self._stream.flush()
+            except (BrokenPipeError, ValueError):  # the host is gone
+                pass
+
+
+def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
+    writer = _Writer(stdout)
+    isolates: dict[int, NativeIsolate] = {}
+    lock = threading.Lock()
+    blocking = ThreadPoolExecutor(max_workers=2, thread_name_prefix="code-mode-worker")
+
+    def create(isolate_id: int, memory: int, max_message: int) -> None:
+        def on_batch(text: str | None) -> None:
+            if text is None:
+                writer.send({"ev": "batch", "id": isolate_id, "oversized": True})
+            else:
+                writer.send({"ev": "batch", "id": isolate_id}, text)
+
+        def on_task(tag: int, outcome: str, detail: str) -> None:
+            writer.send(
+                {"ev": "task", "id": isolate_id, "tag": tag, "outcome": outcome, "detail": detail}
+            )
+
+        try:
+            native = NativeIsolate(
+                memory_limit_bytes=memory,
+                max_message_chars=max_message,
+                on_batch=on_batch,
+                on_task=on_task,
+            )
+        except NativeIsolateError as error:
+            writer.send({"ev": "created", "id": isolate_id, "error": str(error)})
+            return
+        with lock:
+            isolates[isolate_id] = native
+        writer.send({"ev": "created", "id": isolate_id, "error": None})
+
+    def close(isolate_id: int) -> None:
+        with lock:
+            native = isolates.pop(isolate_id, None)
+        if native is not None:
+            native.close()
+        writer.send({"ev": "closed", "id": isolate_id})
+
+    reader = FrameReader()
+    while True:
+        data = os.read(stdin.fileno(), 1 << 16)
+        if not data:
+            break
+        for header, body in reader.feed(data):
+            op = header.get("op")
+            isolate_id = int(header.get("id", -1))
+            if op == "post":
+                with lock:
+                    native = isolates.get(isolate_id)
+                if native is not None and body is not None:
+                    native.post(body, int(header["tag"]))
+            elif op == "cancel":
+                with lock:
+                    native = isolates.get(isolate_id)
+                if native is not None:
+                    native.cancel(int(header["tag"]))
+            elif op == "create":
+                blocking.submit(
+                    create, isolate_id, int(header["memory"]), int(header["max_message"])
+                )
+            elif op == "close":
+                blocking.submit(close, isolate_id)
+    blocking.shutdown(wait=True)
+    with lock:
+        remaining = list(isolates.values())
+        isolates.clear()
+    for native in remaining:
+        native.close()
+
+
+def main() -> None:
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    # Nothing else may write to the protocol stream.
+    sys.stdout = sys.stderr
+    serve(stdin, stdout)
+
+
+if __name__ == "__main__":
+    main()
