@@ -85,5 +85,9 @@ class RuntimeConfig:
     """How many worker processes a session may run in ``"process"`` mode (default 1).
     Cells are spread over them; a worker that dies takes only its own cells with it."""
 
+    warm_isolates: int = attrs.field(default=1, validator=_non_negative)
+    """Isolates a session keeps created ahead of time (default 1), so a new cell does
+    not wait for V8 to create an isolate and install the prelude. 0 turns it off."""
+
     allow_remote_image_urls: bool = True
     """Whether ``image()`` accepts ``http(s)://`` URLs; ``False`` allows ``data:`` only."""

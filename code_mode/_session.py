@@ -31,7 +31,7 @@ import trio
 from ._cell import Cell, CellHost, _Observer
 from ._config import RuntimeConfig
 from ._delegate import SessionRuntimeDelegate
-from ._engine._backend import IsolateBackend, ThreadBackend
+from ._engine._backend import IsolateBackend, ThreadBackend, WarmIsolates
 from ._engine._process import ProcessPool
 from ._engine._worker import BlockingWorker
 from ._errors import DuplicateCell, MissingCell, ShuttingDown
@@ -89,6 +89,7 @@ class SessionRuntime:
         self._engine_nursery_manager: AbstractAsyncContextManager[trio.Nursery] | None = None
         self._worker = BlockingWorker()
         self._pool: ProcessPool | None = None
+        self._warm: WarmIsolates | None = None
         self._host: CellHost | None = None
 
     @property
@@ -113,6 +114,16 @@ class SessionRuntime:
             else:
                 self._worker.start()
                 backend = ThreadBackend(self._worker)
+            if self._config.warm_isolates > 0:
+                self._warm = WarmIsolates(
+                    backend,
+                    engine_nursery,
+                    count=self._config.warm_isolates,
+                    memory_limit_bytes=self._config.memory_limit_bytes,
+                    max_message_chars=self._config.max_message_bytes,
+                )
+                self._warm.refill()
+                backend = self._warm
             self._nursery_manager = trio.open_nursery()
             self._nursery = await self._nursery_manager.__aenter__()
         except BaseException as error:
@@ -158,6 +169,8 @@ class SessionRuntime:
 
     async def _close_engine(self) -> None:
         with trio.CancelScope(shield=True):
+            if self._warm is not None:
+                await self._warm.aclose()
             if self._pool is not None:
                 await self._pool.aclose()
             await self._worker.aclose()

@@ -20,7 +20,7 @@ from typing import Protocol
 
 import trio
 
-from ._native import NativeIsolate
+from ._native import NativeIsolate, NativeIsolateError
 from ._worker import BlockingWorker
 
 
@@ -108,3 +108,107 @@ class ThreadBackend:
 
     async def aclose(self) -> None:
         return None
+
+
+class _SinkSlot:
+    """Forwards reports to a sink chosen after the isolate was created."""
+
+    def __init__(self) -> None:
+        self.target: IsolateSink | None = None
+        self.crashed = False
+
+    def on_batch(self, text: str | None) -> None:
+        if self.target is not None:
+            self.target.on_batch(text)
+
+    def on_task(self, tag: int, outcome: str, detail: str) -> None:
+        if self.target is not None:
+            self.target.on_task(tag, outcome, detail)
+
+    def on_crash(self, message: str) -> None:
+        self.crashed = True
+        if self.target is not None:
+            self.target.on_crash(message)
+
+
+class WarmIsolates:
+    """Keeps ``count`` isolates created ahead of time, so starting a cell does not pay
+    for V8 isolate creation and the prelude (most of a short cell's latency).
+
+    Each isolate taken is replaced in the background, in the engine nursery. The
+    isolates are plain, unstarted ones: a program only ever sees a fresh isolate.
+    """
+
+    def __init__(
+        self,
+        backend: IsolateBackend,
+        nursery: trio.Nursery,
+        *,
+        count: int,
+        memory_limit_bytes: int,
+        max_message_chars: int,
+    ) -> None:
+        self._backend = backend
+        self._nursery = nursery
+        self._count = count
+        self._memory_limit_bytes = memory_limit_bytes
+        self._max_message_chars = max_message_chars
+        self._ready: list[tuple[_SinkSlot, IsolateHandle]] = []
+        self._filling = 0
+        self._fill_done = trio.Event()
+        self._closed = False
+
+    def refill(self) -> None:
+        while not self._closed and len(self._ready) + self._filling < self._count:
+            self._filling += 1
+            self._nursery.start_soon(self._fill_one)
+
+    async def _fill_one(self) -> None:
+        slot = _SinkSlot()
+        try:
+            handle = await self._backend.create_isolate(
+                slot,
+                memory_limit_bytes=self._memory_limit_bytes,
+                max_message_chars=self._max_message_chars,
+            )
+        except NativeIsolateError:
+            handle = None
+        finally:
+            self._filling -= 1
+            self._fill_done.set()
+            self._fill_done = trio.Event()
+        if handle is None:
+            return
+        if self._closed:
+            await handle.close()
+        else:
+            self._ready.append((slot, handle))
+
+    async def create_isolate(
+        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
+    ) -> IsolateHandle:
+        matches = (memory_limit_bytes, max_message_chars) == (
+            self._memory_limit_bytes,
+            self._max_message_chars,
+        )
+        while matches and self._ready:
+            slot, handle = self._ready.pop(0)
+            if slot.crashed:
+                continue
+            slot.target = sink
+            self.refill()
+            return handle
+        handle = await self._backend.create_isolate(
+            sink, memory_limit_bytes=memory_limit_bytes, max_message_chars=max_message_chars
+        )
+        self.refill()
+        return handle
+
+    async def aclose(self) -> None:
+        self._closed = True
+        with trio.CancelScope(shield=True):
+            while self._filling:
+                await self._fill_done.wait()
+            ready, self._ready = self._ready, []
+            for _slot, handle in ready:
+                await handle.close()

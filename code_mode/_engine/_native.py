@@ -138,23 +138,17 @@ class NativeIsolate:
 
     def _install_prelude(self) -> None:
         dll = self._dll
-        global_handle = self._eval_blocking("globalThis")
-        if isinstance(global_handle, str):
-            raise NativeIsolateError(f"failed to initialize code mode runtime: {global_handle}")
-        try:
-            for name, callback_id in (("__cm_bell_more", _BELL_MORE), ("__cm_bell_end", _BELL_END)):
-                function = dll.mr_make_js_callback(self._ctx, callback_id)
-                key = self._string_value(name)
-                result = dll.mr_set_object_item(self._ctx, global_handle, key, function)
-                for handle in (function, key, result):
-                    dll.mr_free_value(self._ctx, handle)
-        finally:
-            dll.mr_free_value(self._ctx, global_handle)
         buffer = self._eval_blocking(prelude_source())
         if isinstance(buffer, str):
             raise NativeIsolateError(f"failed to initialize code mode runtime: {buffer}")
         self._keep.append(buffer)
         self._buffer_address = int(buffer.contents.value.value_ptr)
+        for name, callback_id in (("more", _BELL_MORE), ("end", _BELL_END)):
+            function = dll.mr_make_js_callback(self._ctx, callback_id)
+            key = self._string_value(name)
+            result = dll.mr_set_object_item(self._ctx, buffer, key, function)
+            for handle in (function, key, result):
+                dll.mr_free_value(self._ctx, handle)
 
     def _string_value(self, text: str) -> Any:
         data = text.encode("utf-8")

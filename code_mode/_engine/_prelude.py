@@ -10,19 +10,25 @@ _PARTS = ("output.js", "runtime.js")
 
 @functools.cache
 def prelude_source() -> str:
-    """The prelude: one strict function that takes the two doorbells from the global
-    object (where the native set-up left them), defines the runtime in its closure,
+    """The prelude: one strict function that defines the runtime in its closure,
     installs ``__code_mode_recv`` and returns the private ``ArrayBuffer`` the host
-    reads messages from."""
+    reads messages from (and on which it then leaves the two native doorbells)."""
     js = Path(__file__).parent / "js"
     body = "\n".join((js / part).read_text(encoding="utf-8") for part in _PARTS)
     return (
         "(function () {\n"
         '"use strict";\n'
-        "const rtBellMore = globalThis.__cm_bell_more;\n"
-        "const rtBellEnd = globalThis.__cm_bell_end;\n"
-        "delete globalThis.__cm_bell_more;\n"
-        "delete globalThis.__cm_bell_end;\n"
+        # The host attaches the two native doorbells to the returned buffer as
+        # `more` and `end`; they are moved into this closure on first use.
+        "let rtBellMoreNative, rtBellEndNative;\n"
+        "function rtBellsReady() {\n"
+        "  if (rtBellEndNative === undefined) {\n"
+        "    rtBellMoreNative = rtBuffer.more; rtBellEndNative = rtBuffer.end;\n"
+        "    delete rtBuffer.more; delete rtBuffer.end;\n"
+        "  }\n"
+        "}\n"
+        "function rtBellMore() { rtBellsReady(); rtBellMoreNative(); }\n"
+        "function rtBellEnd() { rtBellsReady(); rtBellEndNative(); }\n"
         f"{body}\n"
         "return rtBuffer;\n"
         "})()\n"
