@@ -449,7 +449,8 @@ class Cell:
                     value = await self._host.delegate.invoke_tool(call)
                     ok = True
                 except Exception as error:
-                    message = str(error)
+                    # An exception without a message still says what it was.
+                    message = str(error) or type(error).__name__
         finally:
             self._tool_scopes.pop(call.runtime_tool_call_id, None)
             self._callback_finished()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import trio
@@ -56,7 +57,7 @@ class GateDelegate:
         self.gates = {name: trio.Event() for name in gates}
         self.results = results or {}
         self.errors = errors or {}
-        self.started_send, self.started = trio.open_memory_channel[NestedToolCall](1000)
+        self.started_send, self.started = trio.open_memory_channel[NestedToolCall](math.inf)
         self.notifications: list[tuple[str, CellId, str]] = []
         self.notified = trio.Event()
         self.cancelled: list[str] = []

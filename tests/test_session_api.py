@@ -338,3 +338,11 @@ async def test_leaving_the_block_leaves_no_thread_task_or_isolate_behind(isolati
     assert len(trio.lowlevel.current_root_task().child_nurseries[0].child_tasks) == tasks_before
     assert sorted(delegate.closed) == ["1", "2", "3"]
     assert delegate.cancelled == ["tool-1"]
+
+
+async def test_a_tool_exception_without_a_message_names_its_class(isolation: str) -> None:
+    delegate = GateDelegate(errors={"lookup": KeyError()})
+    async with SessionRuntime(delegate, config(isolation)) as runtime:
+        source = "try { await tools.lookup(); } catch (e) { text(e.message); }"
+        started = await runtime.execute(request(source, ["lookup"]), YieldAfter(60))
+        assert await started.initial_event() == Completed([Text("KeyError")])
