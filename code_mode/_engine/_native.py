@@ -55,6 +55,11 @@ TASK_TERMINATED: Final = "terminated"
 
 _dll: Any = None
 _dll_lock = threading.Lock()
+# V8 initialises parts of its allocator lazily, inside the first isolate creation, and
+# two threads creating the first isolates of a process at once can trip a fatal check
+# (seen: "Check failed: !IsConfigurablePoolInitialized()"). Creating and freeing
+# contexts is serialised process-wide; each takes about a millisecond.
+_context_lock = threading.Lock()
 
 
 def _library() -> Any:
@@ -114,7 +119,8 @@ class NativeIsolate:
         self._tasks: dict[int, int] = {}  # tag -> mini-racer task id, while in flight
         self._keep: list[Any] = []  # raw handles that must live as long as the context
         self._callback = MR_CALLBACK(self._on_callback)
-        self._ctx = self._dll.mr_init_context(self._callback)
+        with _context_lock:
+            self._ctx = self._dll.mr_init_context(self._callback)
         if not self._ctx:
             raise NativeIsolateError("failed to initialize code mode runtime")
         self._setup_phase = True
@@ -122,7 +128,8 @@ class NativeIsolate:
             self._dll.mr_set_hard_memory_limit(self._ctx, memory_limit_bytes)
             self._install_prelude()
         except BaseException:
-            self._dll.mr_free_context(self._ctx)
+            with _context_lock:
+                self._dll.mr_free_context(self._ctx)
             self._ctx = None
             raise
         self._setup_phase = False
@@ -268,7 +275,8 @@ class NativeIsolate:
             for handle in self._keep:
                 self._dll.mr_free_value(ctx, handle)
             self._keep.clear()
-            self._dll.mr_free_context(ctx)
+            with _context_lock:
+                self._dll.mr_free_context(ctx)
 
 
 def live_isolate_count() -> int:
