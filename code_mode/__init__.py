@@ -41,6 +41,11 @@ from ._types import (
     Yielded,
 )
 
+# The higher layers are built on the names above (``from code_mode import ...``), so
+# they are imported last.
+from .integrations.python_tools import PythonTool, tool
+from .model_tools.session import CodeModeSession, NestedTool, Notification
+
 __all__ = [
     "JSON",
     "AlreadyTerminating",
@@ -48,18 +53,22 @@ __all__ = [
     "CellEvent",
     "CellId",
     "CodeModeError",
+    "CodeModeSession",
     "Completed",
     "DuplicateCell",
     "ExecuteRequest",
     "Image",
     "ImageDetail",
     "MissingCell",
+    "NestedTool",
     "NestedToolCall",
+    "Notification",
     "ObserveMode",
     "OutputItem",
     "Pending",
     "PendingEvent",
     "PendingFrontier",
+    "PythonTool",
     "RuntimeConfig",
     "RuntimeFailure",
     "SessionRuntime",
@@ -73,4 +82,5 @@ __all__ = [
     "ToolName",
     "YieldAfter",
     "Yielded",
+    "tool",
 ]

@@ -11,7 +11,9 @@ message into a typed :data:`EngineEvent`. Anything malformed raises
 from __future__ import annotations
 
 import json
-from typing import Any, Final, TypeAlias
+import math
+from collections.abc import Mapping
+from typing import Any, Final, NoReturn, TypeAlias
 
 import attrs
 
@@ -98,6 +100,15 @@ def json_depth_exceeds(value: JSON, limit: int) -> bool:
     return False
 
 
+def _reject_constant(name: str) -> NoReturn:
+    # JSON.stringify never writes NaN or Infinity; Python's json module would accept them.
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+def _loads(text: str) -> Any:
+    return json.loads(text, parse_constant=_reject_constant)
+
+
 def _string(message: dict[str, Any], key: str) -> str:
     value = message.get(key)
     if not isinstance(value, str):
@@ -115,10 +126,22 @@ def _int(message: dict[str, Any], key: str) -> int:
 
 
 class MessageValidator:
-    """Validates the message stream of one cell, in order."""
+    """Validates the message stream of one cell, in order.
 
-    def __init__(self, *, tool_idents: frozenset[str], max_json_depth: int) -> None:
-        self._tool_idents = tool_idents
+    ``tool_kinds`` (JS identifier -> ``"function"`` or ``"freeform"``), when given, also
+    checks that each tool input has its tool's shape (a JSON object or a string);
+    without it an input must be one of the two.
+    """
+
+    def __init__(
+        self,
+        *,
+        tool_idents: frozenset[str] = frozenset(),
+        max_json_depth: int,
+        tool_kinds: Mapping[str, str] | None = None,
+    ) -> None:
+        self._tool_kinds = dict(tool_kinds) if tool_kinds is not None else {}
+        self._tool_idents = tool_idents | frozenset(self._tool_kinds)
         self._max_json_depth = max_json_depth
         self._started = False
         self._finished = False
@@ -128,8 +151,10 @@ class MessageValidator:
     def parse_batch(self, text: str) -> list[EngineEvent]:
         """Parse one batch (a JSON array of messages) into events."""
         try:
-            batch = json.loads(text)
-        except (ValueError, RecursionError) as error:
+            batch = _loads(text)
+        except RecursionError:
+            raise ProtocolViolation(self._too_deep("a message")) from None
+        except ValueError as error:
             raise ProtocolViolation(f"malformed message batch: {error}") from None
         if not isinstance(batch, list):
             raise ProtocolViolation("a message batch must be a JSON array")
@@ -169,11 +194,19 @@ class MessageValidator:
                 raise ProtocolViolation(f"timer id {timer_id} is out of order")
             self._next_timer += 1
             delay = message.get("ms")
-            if not isinstance(delay, int | float) or isinstance(delay, bool) or delay < 0:
+            if (
+                not isinstance(delay, int | float)
+                or isinstance(delay, bool)
+                or not math.isfinite(delay)
+                or delay < 0
+            ):
                 raise ProtocolViolation("timer delay must be a non-negative number")
             return TimerSet(timer_id, float(delay) / 1000.0)
         if kind == "clear":
-            return TimerCleared(_int(message, "id"))
+            timer_id = _int(message, "id")
+            if not 0 < timer_id < self._next_timer:
+                raise ProtocolViolation(f"clear of unknown timer id {timer_id}")
+            return TimerCleared(timer_id)
         if kind == "done":
             return self._done(message)
         raise ProtocolViolation(f"unknown message type {kind!r}")
@@ -188,12 +221,23 @@ class MessageValidator:
             raise ProtocolViolation(f"tool `{ident}` is not enabled in exec")
         has_input = "input" in message
         value = message.get("input")
+        kind = self._tool_kinds.get(ident)
+        if kind == "function" and not isinstance(value, dict):
+            raise ProtocolViolation(f"tool `{ident}` input must be a JSON object")
+        if kind == "freeform" and not isinstance(value, str):
+            raise ProtocolViolation(f"tool `{ident}` input must be a string")
+        if has_input and not isinstance(value, dict | str):
+            raise ProtocolViolation(f"tool `{ident}` input must be a JSON object or a string")
         if json_depth_exceeds(value, self._max_json_depth):
-            raise ProtocolViolation(
-                f"tool `{ident}` input nests deeper than the limit of "
-                f"{self._max_json_depth} (RuntimeConfig.max_json_depth)"
-            )
+            raise ProtocolViolation(self._too_deep(f"tool `{ident}` input"))
         return ToolCallRequested(call_id, ident, value, has_input)
+
+    def _too_deep(self, what: str) -> str:
+        # Also used when the text nests too deep for the JSON parser itself.
+        return (
+            f"{what} nests deeper than the limit of {self._max_json_depth} "
+            "(RuntimeConfig.max_json_depth)"
+        )
 
     def _done(self, message: dict[str, Any]) -> Finished:
         error = message.get("error")
@@ -207,14 +251,13 @@ class MessageValidator:
             if not isinstance(text, str):
                 raise ProtocolViolation("stored values must arrive as JSON text")
             try:
-                value = json.loads(text)
-            except (ValueError, RecursionError):
+                value = _loads(text)
+            except RecursionError:
+                raise ProtocolViolation(self._too_deep(f"stored value {key!r}")) from None
+            except ValueError:
                 raise ProtocolViolation(f"stored value {key!r} is not valid JSON") from None
             if json_depth_exceeds(value, self._max_json_depth):
-                raise ProtocolViolation(
-                    f"stored value {key!r} nests deeper than the limit of "
-                    f"{self._max_json_depth} (RuntimeConfig.max_json_depth)"
-                )
+                raise ProtocolViolation(self._too_deep(f"stored value {key!r}"))
             writes[key] = value
         self._finished = True
         return Finished(error, writes)

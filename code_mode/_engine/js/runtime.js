@@ -54,6 +54,9 @@ const rtGlobal = globalThis;
 const rtUint16Array = Uint16Array;
 const rtInt32Array = Int32Array;
 const rtArrayBuffer = ArrayBuffer;
+const rtObjectSetPrototypeOf = Object.setPrototypeOf;
+// What `then` on the program's promise uses as its species (see rtStart).
+const RT_SPECIES = rtObjectFreeze({ __proto__: null, [Symbol.species]: Promise });
 
 // ---------------------------------------------------------------------------
 // The outgoing channel.
@@ -63,7 +66,19 @@ const rtBuffer = new rtArrayBuffer(8 + 2 * RT_CHUNK);
 const rtHeader = new rtInt32Array(rtBuffer, 0, 2);
 const rtUnits = new rtUint16Array(rtBuffer, 8);
 const RT_FLUSH_AT = 256; // queued messages that force a flush
-let rtQueue = [];
+// Queued characters that force a flush: a batch is one message or at most this much,
+// so batching never makes the host see a "message" bigger than any single one.
+const RT_FLUSH_CHARS = RT_CHUNK;
+
+// The queue has no prototype: accessors a program defines on `Array.prototype`
+// (say, a setter/getter for "0") must not see or forge queued messages.
+function rtNewQueue() {
+  const queue = [];
+  rtObjectSetPrototypeOf(queue, null);
+  return queue;
+}
+let rtQueue = rtNewQueue();
+let rtQueueChars = 0;
 
 // Header: [0] = code units in this chunk, [1] = chunk index within the batch (0 starts
 // a new batch, so a batch cut short by termination is discarded by the host).
@@ -91,20 +106,35 @@ function rtWrite(s) {
 function rtFlush() {
   if (rtQueue.length === 0) return;
   // The queue is cleared only once the batch is out: if termination interrupts the
-  // write, a later flush (the host's drain) sends the whole batch again.
+  // write, a later flush (the host's drain) sends the whole batch again. Nothing
+  // between the write and the clearing may be a call (an interrupt point), or a
+  // termination landing there would send the batch twice.
+  const fresh = rtNewQueue();
   rtWrite("[" + rtReflectApply(rtArrayJoin, rtQueue, [","]) + "]");
-  rtQueue = [];
+  rtQueue = fresh;
+  rtQueueChars = 0;
 }
 
 // Queues one message (already JSON text). Messages that the host must see now
 // (tool calls, notifications, yields, completion) flush at once; output items are
 // batched and flushed at the next such point or when the host probes for idleness.
 function rtSendRaw(json, urgent) {
+  if (rtQueue.length !== 0 && rtQueueChars + json.length > RT_FLUSH_CHARS) {
+    try {
+      rtFlush();
+    } catch {
+      // Out of stack: the queue is kept (and sent with this message), as before.
+    }
+  }
   rtReflectApply(rtArrayPush, rtQueue, [json]);
-  if (urgent || rtQueue.length >= RT_FLUSH_AT) rtFlush();
+  rtQueueChars += json.length;
+  if (urgent || rtQueue.length >= RT_FLUSH_AT || rtQueueChars >= RT_FLUSH_CHARS) rtFlush();
 }
 
+// `message` is a fresh object of the runtime's; without a prototype, a program's
+// `Object.prototype.toJSON` cannot change how it serializes.
 function rtSend(message, urgent) {
+  rtObjectSetPrototypeOf(message, null);
   rtSendRaw(rtReflectApply(rtJSONStringify, undefined, [message]), urgent);
 }
 
@@ -127,6 +157,7 @@ let rtAllowRemoteImages = true;
 function rtHelperError(message, ctor) {
   const error = new (ctor || rtError)(message);
   rtObjectDefineProperty(error, "stack", {
+    __proto__: null, // descriptors ignore a program's `Object.prototype.get` etc.
     value: message,
     writable: true,
     configurable: true,
@@ -138,11 +169,12 @@ function rtHelperError(message, ctor) {
 function rtFinish(errorText) {
   if (rtFinished) return;
   rtFinished = true;
-  const writes = {};
+  const writes = { __proto__: null };
   rtReflectApply(rtMapForEach, rtWrites, [
     (json, key) => {
       // Defined, not assigned: the key `__proto__` must stay an own property.
       rtObjectDefineProperty(writes, key, {
+        __proto__: null,
         value: json,
         writable: true,
         configurable: true,
@@ -229,7 +261,10 @@ function rtDefineGlobal(name, value) {
 function rtText(value) {
   if (rtFinished) return undefined;
   const item = cmTextItem(value);
-  rtSendRaw(rtReflectApply(rtJSONStringify, undefined, [{ t: "text", text: item.text }]), false);
+  rtSendRaw(
+    rtReflectApply(rtJSONStringify, undefined, [{ __proto__: null, t: "text", text: item.text }]),
+    false,
+  );
   return undefined;
 }
 
@@ -504,6 +539,9 @@ function rtStart(command) {
     rtFinish(cmErrorText(error));
     return;
   }
+  // `then` looks up `promise.constructor[Symbol.species]`, which the program may have
+  // replaced by now (on `Promise.prototype` or `Promise`): pin it to the real Promise.
+  rtObjectDefineProperty(promise, "constructor", { __proto__: null, value: RT_SPECIES });
   rtReflectApply(rtPromiseThen, promise, [
     () => rtFinish(null),
     (error) => rtFinish(cmErrorText(error)),

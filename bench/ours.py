@@ -1,0 +1,262 @@
+"""The code_mode side of each benchmark (trio).
+
+Every function here is ``async`` and meant for ``trio.run``; each opens its own
+:class:`~code_mode.SessionRuntime` (with the given ``RuntimeConfig.isolation`` mode) so
+benchmarks do not disturb one another. Times are ``time.perf_counter`` seconds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from typing import Any
+
+import attrs
+import trio
+
+from code_mode import (
+    JSON,
+    CellId,
+    Completed,
+    ExecuteRequest,
+    NestedToolCall,
+    Pending,
+    PendingFrontier,
+    RuntimeConfig,
+    SessionRuntime,
+    Terminated,
+    Text,
+    ToolDefinition,
+    ToolKind,
+    ToolName,
+    YieldAfter,
+    Yielded,
+)
+
+ECHO = ToolDefinition(
+    name="echo",
+    tool_name=ToolName("echo"),
+    description="Returns its input.",
+    kind=ToolKind.FUNCTION,
+)
+BLOCK = ToolDefinition(
+    name="block",
+    tool_name=ToolName("block"),
+    description="Never returns (until cancelled).",
+    kind=ToolKind.FUNCTION,
+)
+
+#: B3 keeps 1000 tool calls in flight in one cell; the default limit is 128.
+MAX_OUTSTANDING = 4096
+
+#: The mode name used when ``RuntimeConfig`` has no ``isolation`` field.
+DEFAULT_MODE = "default"
+
+
+def isolation_modes() -> list[str]:
+    """The ``RuntimeConfig.isolation`` modes to measure, the default one first."""
+    field = attrs.fields_dict(RuntimeConfig).get("isolation")
+    if field is None:
+        return [DEFAULT_MODE]
+    default = str(field.default)
+    return [default] + [mode for mode in ("process", "thread") if mode != default]
+
+
+def config(isolation: str = DEFAULT_MODE) -> RuntimeConfig:
+    """The benchmark configuration: defaults, except the tool-call limit and the mode."""
+    options: dict[str, Any] = {"max_outstanding_tool_calls": MAX_OUTSTANDING}
+    if isolation != DEFAULT_MODE:
+        options["isolation"] = isolation
+    return RuntimeConfig(**options)
+
+
+#: Observe mode that waits for the end of a cell (no program here yields).
+UNTIL_DONE = YieldAfter(600.0)
+
+DONE = Completed(content_items=[Text("done")], error_text=None)
+
+
+class BenchDelegate:
+    """``echo`` returns its input, ``block`` waits until cancelled; optionally records
+    the arrival time of every tool call."""
+
+    def __init__(self) -> None:
+        self.record = False
+        self.call_times: list[float] = []
+        self.closed = 0
+        self.closed_changed = trio.Event()
+
+    async def invoke_tool(self, call: NestedToolCall) -> JSON:
+        if self.record:
+            self.call_times.append(time.perf_counter())
+        if call.tool_name.name == "block":
+            await trio.sleep_forever()
+        return call.input
+
+    async def notify(self, call_id: str, cell_id: CellId, text: str) -> None:
+        return None
+
+    async def cell_closed(self, cell_id: CellId) -> None:
+        self.closed += 1
+        self.closed_changed.set()
+        self.closed_changed = trio.Event()
+
+    async def wait_closed(self, count: int) -> None:
+        while self.closed < count:
+            await self.closed_changed.wait()
+
+
+def request(source: str) -> ExecuteRequest:
+    return ExecuteRequest(tool_call_id="bench", enabled_tools=[ECHO, BLOCK], source=source)
+
+
+def sequential_source(calls: int) -> str:
+    return f'for (let i = 0; i < {calls}; i++) await tools.echo({{ i }});\ntext("done");'
+
+
+def parallel_source(calls: int) -> str:
+    return (
+        f"await Promise.all(Array.from({{ length: {calls} }}, (_, i) => tools.echo({{ i }})));\n"
+        'text("done");'
+    )
+
+
+class BenchError(Exception):
+    """A benchmark saw an outcome other than the one it measures."""
+
+
+def _expect(event: object, expected: object) -> None:
+    if event != expected:
+        raise BenchError(f"expected {expected!r}, got {event!r}")
+
+
+# -- B1 --------------------------------------------------------------------------------
+
+
+async def cell_latency(
+    cells: int, isolation: str = DEFAULT_MODE, warmup: int = 3, gap: float = 0.0
+) -> list[float]:
+    """B1: ``execute`` -> ``Completed`` of ``text("done")``, one session, cells run one
+    after another: the next starts as soon as the previous one's event arrived, or
+    ``gap`` seconds later (an agent's think time, during which the previous isolate is
+    closed and a warm one prepared)."""
+    samples: list[float] = []
+    delegate = BenchDelegate()
+    async with SessionRuntime(delegate, config=config(isolation)) as runtime:
+        for index in range(warmup + cells):
+            start = time.perf_counter()
+            started = await runtime.execute(request('text("done");'), UNTIL_DONE)
+            event = await started.initial_event()
+            elapsed = time.perf_counter() - start
+            _expect(event, DONE)
+            if index >= warmup:
+                samples.append(elapsed)
+            if gap > 0:
+                await trio.sleep(gap)
+    return samples
+
+
+# -- B2 / B3 ---------------------------------------------------------------------------
+
+
+@attrs.frozen
+class CallRun:
+    """Per-call costs of repeated tool-call loops.
+
+    ``per_call``: one sample per repetition, (end of the program - first call reaching
+    the host) / calls. ``gaps``: time between consecutive calls reaching the host, all
+    repetitions pooled (sequential loops only)."""
+
+    per_call: list[float]
+    gaps: list[float]
+
+
+async def tool_calls(
+    calls: int, reps: int, *, parallel: bool, isolation: str = DEFAULT_MODE, warmup: int = 1
+) -> CallRun:
+    """B2 (sequential ``await``) or B3 (``Promise.all``): ``calls`` echo calls per cell."""
+    source = parallel_source(calls) if parallel else sequential_source(calls)
+    delegate = BenchDelegate()
+    per_call: list[float] = []
+    gaps: list[float] = []
+    async with SessionRuntime(delegate, config=config(isolation)) as runtime:
+        for index in range(warmup + reps):
+            delegate.call_times = []
+            delegate.record = True
+            started = await runtime.execute(request(source), UNTIL_DONE)
+            event = await started.initial_event()
+            end = time.perf_counter()
+            delegate.record = False
+            _expect(event, DONE)
+            times = delegate.call_times
+            if len(times) != calls:
+                raise BenchError(f"expected {calls} tool calls, saw {len(times)}")
+            if index < warmup:
+                continue
+            per_call.append((end - times[0]) / calls)
+            if not parallel:
+                gaps.extend(later - earlier for earlier, later in itertools.pairwise(times))
+    return CallRun(per_call, gaps)
+
+
+# -- B4 --------------------------------------------------------------------------------
+
+
+async def terminate_latency(
+    reps: int, isolation: str = DEFAULT_MODE, warmup: int = 3, spin: float = 0.005
+) -> list[float]:
+    """B4: ``terminate()`` of a cell spinning in ``while (true) {}`` until it returns
+    ``Terminated``."""
+    samples: list[float] = []
+    delegate = BenchDelegate()
+    async with SessionRuntime(delegate, config=config(isolation)) as runtime:
+        for index in range(warmup + reps):
+            started = await runtime.execute(request("while (true) {}"), YieldAfter(spin))
+            _expect(await started.initial_event(), Yielded(content_items=[]))
+            start = time.perf_counter()
+            event = await runtime.terminate(started.cell_id)
+            elapsed = time.perf_counter() - start
+            _expect(event, Terminated(content_items=[]))
+            if index >= warmup:
+                samples.append(elapsed)
+            await delegate.wait_closed(index + 1)
+    return samples
+
+
+# -- B5 --------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class YieldRun:
+    """Overshoot beyond the requested delay, for the cell and for a plain trio.sleep."""
+
+    ours: list[float]
+    sleep: list[float]
+
+
+async def yield_punctuality(
+    reps: int, isolation: str = DEFAULT_MODE, delay: float = 0.05, warmup: int = 2
+) -> YieldRun:
+    """B5: ``YieldAfter(delay)`` on a cell whose tool call is in flight (the delegate
+    blocks), interleaved with ``trio.sleep(delay)`` as the baseline."""
+    ours: list[float] = []
+    sleep: list[float] = []
+    delegate = BenchDelegate()
+    async with SessionRuntime(delegate, config=config(isolation)) as runtime:
+        started = await runtime.execute(
+            request('await tools.block({});\ntext("done");'), PendingFrontier()
+        )
+        _expect(await started.initial_event(), Pending([], ["tool-1"]))
+        for index in range(warmup + reps):
+            start = time.perf_counter()
+            event = await runtime.observe(started.cell_id, YieldAfter(delay))
+            elapsed = time.perf_counter() - start
+            _expect(event, Yielded(content_items=[]))
+            start = time.perf_counter()
+            await trio.sleep(delay)
+            slept = time.perf_counter() - start
+            if index >= warmup:
+                ours.append(elapsed - delay)
+                sleep.append(slept - delay)
+        _expect(await runtime.terminate(started.cell_id), Terminated(content_items=[]))
+    return YieldRun(ours, sleep)

@@ -1,0 +1,142 @@
+"""The baselines: mini-racer used directly through its public API.
+
+B1 uses the synchronous API (``MiniRacer()``, ``eval``, ``close``); the others run in
+asyncio, where mini-racer's callbacks (``wrap_py_function``) and cancellation
+(``eval_cancelable``) live. Times are ``time.perf_counter`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import time
+from typing import Any
+
+import attrs
+from py_mini_racer import MiniRacer
+
+from .ours import BenchError
+
+
+def _sequential(calls: int) -> str:
+    return f'(async () => {{ for (let i = 0; i < {calls}; i++) await echo(i); return "done"; }})()'
+
+
+def _parallel(calls: int) -> str:
+    return (
+        "(async () => { await Promise.all(Array.from({ length: "
+        f'{calls} }}, (_, i) => echo(i))); return "done"; }})()'
+    )
+
+
+def install_global(racer: MiniRacer, name: str, value: Any) -> None:
+    """``globalThis[name] = value`` through mini-racer's object API."""
+    global_object: Any = racer.eval("this")
+    global_object[name] = value
+
+
+# -- B1 --------------------------------------------------------------------------------
+
+
+def cell_latency(cells: int, warmup: int = 3) -> list[float]:
+    """B1 baseline: ``MiniRacer()`` + ``eval('"done"')`` + ``close()``."""
+    samples: list[float] = []
+    for index in range(warmup + cells):
+        start = time.perf_counter()
+        racer = MiniRacer()
+        value = racer.eval('"done"')
+        racer.close()
+        elapsed = time.perf_counter() - start
+        if value != "done":
+            raise BenchError(f"mini-racer returned {value!r}")
+        if index >= warmup:
+            samples.append(elapsed)
+    return samples
+
+
+# -- B2 / B3 ---------------------------------------------------------------------------
+
+
+@attrs.frozen
+class CallRun:
+    per_call: list[float]
+    gaps: list[float]
+
+
+async def _tool_calls(calls: int, reps: int, parallel: bool, warmup: int) -> CallRun:
+    racer = MiniRacer()  # in a running loop: uses it (no thread of its own)
+    times: list[float] = []
+    per_call: list[float] = []
+    gaps: list[float] = []
+
+    async def echo(value: Any) -> Any:
+        times.append(time.perf_counter())
+        return value
+
+    try:
+        async with racer.wrap_py_function(echo) as function:
+            install_global(racer, "echo", function)
+            code = _parallel(calls) if parallel else _sequential(calls)
+            for index in range(warmup + reps):
+                times.clear()
+                promise: Any = racer.eval(code)
+                result = await promise
+                end = time.perf_counter()
+                if result != "done" or len(times) != calls:
+                    raise BenchError(f"mini-racer loop returned {result!r} after {len(times)}")
+                if index < warmup:
+                    continue
+                per_call.append((end - times[0]) / calls)
+                if not parallel:
+                    gaps.extend(later - earlier for earlier, later in itertools.pairwise(times))
+    finally:
+        racer.close()
+    return CallRun(per_call, gaps)
+
+
+def tool_calls(calls: int, reps: int, *, parallel: bool, warmup: int = 1) -> CallRun:
+    """B2/B3 baseline: the same loop with a ``wrap_py_function`` callback in asyncio."""
+    return asyncio.run(_tool_calls(calls, reps, parallel, warmup))
+
+
+# -- B4 --------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class CancelRun:
+    """``cancelled``: from ``task.cancel()`` until awaiting the task raised
+    ``CancelledError``. ``confirmed``: until a following evaluation in the same context
+    answered, i.e. until the JavaScript had really stopped."""
+
+    cancelled: list[float]
+    confirmed: list[float]
+
+
+async def _cancel_latency(reps: int, warmup: int, spin: float) -> CancelRun:
+    racer = MiniRacer()
+    cancelled: list[float] = []
+    confirmed: list[float] = []
+    try:
+        for index in range(warmup + reps):
+            task = asyncio.ensure_future(racer.eval_cancelable("while (true) {}"))
+            await asyncio.sleep(spin)
+            start = time.perf_counter()
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            stopped = time.perf_counter()
+            if await racer.eval_cancelable("1") != 1:
+                raise BenchError("mini-racer context unusable after cancellation")
+            answered = time.perf_counter()
+            if index >= warmup:
+                cancelled.append(stopped - start)
+                confirmed.append(answered - start)
+    finally:
+        racer.close()
+    return CancelRun(cancelled, confirmed)
+
+
+def cancel_latency(reps: int, warmup: int = 3, spin: float = 0.005) -> CancelRun:
+    """B4 baseline: cancel ``eval_cancelable("while (true) {}")`` in asyncio."""
+    return asyncio.run(_cancel_latency(reps, warmup, spin))

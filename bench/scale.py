@@ -1,0 +1,312 @@
+"""B6, scale: many concurrent cells, each measured in a fresh child process.
+
+A child runs one (side, cell count) pair, so the thread and memory numbers of one
+measurement are not polluted by the allocator state of another, and a crash at a large
+count (say V8 refusing the 500th isolate) is reported instead of killing the runner::
+
+    python -m bench.scale --side ours --cells 100 --calls 20
+
+prints one JSON object on its last line of standard output. Two phases:
+
+* **idle**: ``cells`` cells blocked on ``await new Promise(() => {})`` (reported as
+  ``Pending``); OS threads and RSS are read while all of them are live, against the
+  same process just before they were started (after one warm-up cell, so V8's shared
+  platform threads already exist). Then all are terminated.
+* **busy**: ``cells`` cells started at once, each doing ``calls`` sequential tool calls;
+  wall time from the first ``execute`` until every cell reported ``Completed``, and the
+  peak of threads/RSS above the pre-phase level, sampled every 5 ms.
+
+``--side`` is an isolation mode (``process``, ``thread``; see
+``RuntimeConfig.isolation``) or ``raw``: the same with mini-racer directly
+(``MiniRacer()`` contexts in one asyncio loop, a ``wrap_py_function`` echo in each).
+Threads and RSS are counted over this process and its descendants, so isolates living
+in a worker process are included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from .stats import tree_rss_bytes, tree_threads
+
+MiB = 1024 * 1024
+SAMPLE_EVERY = 0.005
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class _Peak:
+    """Largest thread count and RSS seen, and the number of live cells then."""
+
+    def __init__(self, live: Callable[[], int]) -> None:
+        self._live = live
+        self.threads = tree_threads()
+        self.rss = tree_rss_bytes()
+        self.live_at_peak = 0
+
+    def sample(self) -> None:
+        threads = tree_threads()
+        rss = tree_rss_bytes()
+        live = self._live()
+        if threads > self.threads:
+            self.threads = threads
+            self.live_at_peak = live
+        self.rss = max(self.rss, rss)
+
+
+def _state() -> tuple[int, int]:
+    gc.collect()
+    return tree_threads(), tree_rss_bytes()
+
+
+def _per_cell(delta: float, cells: int) -> float:
+    return delta / cells if cells else 0.0
+
+
+# -- ours ------------------------------------------------------------------------------
+
+
+async def _ours(cells: int, calls: int, isolation: str) -> dict[str, Any]:
+    from code_mode import Pending, PendingFrontier, SessionRuntime
+
+    from .ours import (
+        DONE,
+        UNTIL_DONE,
+        BenchDelegate,
+        _expect,
+        config,
+        request,
+        sequential_source,
+    )
+
+    delegate = BenchDelegate()
+    result: dict[str, Any] = {}
+    async with SessionRuntime(delegate, config=config(isolation)) as runtime:
+        warm = await runtime.execute(request('text("done");'), UNTIL_DONE)
+        _expect(await warm.initial_event(), DONE)
+        await delegate.wait_closed(1)
+
+        # Idle phase.
+        threads0, rss0 = _state()
+        start = time.perf_counter()
+        started = []
+        for _ in range(cells):
+            started.append(
+                await runtime.execute(request("await new Promise(() => {});"), PendingFrontier())
+            )
+        for cell in started:
+            _expect(await cell.initial_event(), Pending([], []))
+        created = time.perf_counter() - start
+        threads1, rss1 = _state()
+        result["idle"] = {
+            "start_s": created,
+            "threads_per_cell": _per_cell(threads1 - threads0, cells),
+            "rss_per_cell_mib": _per_cell((rss1 - rss0) / MiB, cells),
+            "threads_delta": threads1 - threads0,
+            "rss_delta_mib": (rss1 - rss0) / MiB,
+        }
+        async with trio.open_nursery() as nursery:
+            for cell in started:
+                nursery.start_soon(runtime.terminate, cell.cell_id)
+        await delegate.wait_closed(1 + cells)
+
+        # Busy phase.
+        threads0, rss0 = _state()
+        executed = 0
+        completed = 0
+        failures: list[str] = []
+        peak = _Peak(lambda: executed - (delegate.closed - 1 - cells))
+
+        async def wait_for(cell: Any) -> None:
+            nonlocal completed
+            event = await cell.initial_event()
+            if event == DONE:
+                completed += 1
+            elif len(failures) < 5:
+                failures.append(repr(event))
+
+        async def sampler(cancel: trio.CancelScope) -> None:
+            with cancel:
+                while True:
+                    peak.sample()
+                    await trio.sleep(SAMPLE_EVERY)
+
+        source = sequential_source(calls)
+        sampling = trio.CancelScope()
+        start = time.perf_counter()
+        async with trio.open_nursery() as outer:
+            outer.start_soon(sampler, sampling)
+            async with trio.open_nursery() as nursery:
+                for _ in range(cells):
+                    cell = await runtime.execute(request(source), UNTIL_DONE)
+                    executed += 1
+                    nursery.start_soon(wait_for, cell)
+            wall = time.perf_counter() - start
+            sampling.cancel()
+        result["busy"] = {
+            "wall_s": wall,
+            "completed": completed,
+            "failures": failures,
+            "peak_threads_delta": peak.threads - threads0,
+            "peak_rss_delta_mib": (peak.rss - rss0) / MiB,
+            "live_at_peak": peak.live_at_peak,
+        }
+    return result
+
+
+# -- raw mini-racer --------------------------------------------------------------------
+
+
+async def _raw(cells: int, calls: int) -> dict[str, Any]:
+    from py_mini_racer import MiniRacer
+
+    from .raw import _sequential, install_global
+
+    async def echo(value: Any) -> Any:
+        return value
+
+    MiniRacer().close()  # warm-up
+    result: dict[str, Any] = {}
+
+    # Idle phase.
+    threads0, rss0 = _state()
+    start = time.perf_counter()
+    async with contextlib.AsyncExitStack() as stack:
+        for _ in range(cells):
+            racer = MiniRacer()
+            stack.callback(racer.close)
+            function = await stack.enter_async_context(racer.wrap_py_function(echo))
+            install_global(racer, "echo", function)
+            racer.eval("new Promise(() => {})")
+        created = time.perf_counter() - start
+        threads1, rss1 = _state()
+    result["idle"] = {
+        "start_s": created,
+        "threads_per_cell": _per_cell(threads1 - threads0, cells),
+        "rss_per_cell_mib": _per_cell((rss1 - rss0) / MiB, cells),
+        "threads_delta": threads1 - threads0,
+        "rss_delta_mib": (rss1 - rss0) / MiB,
+    }
+
+    # Busy phase.
+    threads0, rss0 = _state()
+    live = 0
+    peak = _Peak(lambda: live)
+    completed = 0
+    failures: list[str] = []
+    stop = asyncio.Event()
+
+    async def sampler() -> None:
+        while not stop.is_set():
+            peak.sample()
+            await asyncio.sleep(SAMPLE_EVERY)
+
+    async def finish(promise: Any) -> None:
+        nonlocal completed, live
+        try:
+            value = await promise
+        except Exception as error:
+            value = error
+        live -= 1
+        if value == "done":
+            completed += 1
+        elif len(failures) < 5:
+            failures.append(repr(value))
+
+    sampling = asyncio.ensure_future(sampler())
+    start = time.perf_counter()
+    async with contextlib.AsyncExitStack() as stack:
+        waiters = []
+        code = _sequential(calls)
+        for _ in range(cells):
+            racer = MiniRacer()
+            stack.callback(racer.close)
+            function = await stack.enter_async_context(racer.wrap_py_function(echo))
+            install_global(racer, "echo", function)
+            live += 1
+            waiters.append(asyncio.ensure_future(finish(racer.eval(code))))
+            await asyncio.sleep(0)
+        await asyncio.gather(*waiters)
+        wall = time.perf_counter() - start
+        stop.set()
+        await sampling
+    result["busy"] = {
+        "wall_s": wall,
+        "completed": completed,
+        "failures": failures,
+        "peak_threads_delta": peak.threads - threads0,
+        "peak_rss_delta_mib": (peak.rss - rss0) / MiB,
+        "live_at_peak": peak.live_at_peak,
+    }
+    return result
+
+
+# -- parent side -----------------------------------------------------------------------
+
+
+def run_child(side: str, cells: int, calls: int, timeout: float) -> dict[str, Any]:
+    """Run one measurement in a child process; never raises for a failing child."""
+    command = [
+        sys.executable,
+        "-m",
+        "bench.scale",
+        "--side",
+        side,
+        "--cells",
+        str(cells),
+        "--calls",
+        str(calls),
+    ]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    start = time.perf_counter()
+    outcome: dict[str, Any] = {"side": side, "cells": cells, "calls": calls}
+    try:
+        process = subprocess.run(
+            command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        outcome.update(ok=False, error=f"timed out after {timeout:.0f} s")
+        return outcome
+    outcome["child_s"] = time.perf_counter() - start
+    lines = process.stdout.strip().splitlines()
+    if process.returncode != 0 or not lines:
+        tail = process.stderr.strip().splitlines()[-5:]
+        outcome.update(ok=False, error=f"exit code {process.returncode}: " + " | ".join(tail))
+        return outcome
+    data = json.loads(lines[-1])
+    busy = data["busy"]
+    outcome.update(data)
+    outcome["ok"] = busy["completed"] == cells
+    if not outcome["ok"]:
+        outcome["error"] = f"{busy['completed']}/{cells} completed: {busy['failures']}"
+    return outcome
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--side", required=True, help="raw, or an isolation mode")
+    parser.add_argument("--cells", type=int, required=True)
+    parser.add_argument("--calls", type=int, default=20)
+    args = parser.parse_args(argv)
+    if args.side == "raw":
+        result = asyncio.run(_raw(args.cells, args.calls))
+    else:
+        result = trio.run(_ours, args.cells, args.calls, args.side)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

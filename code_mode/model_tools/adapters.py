@@ -1,0 +1,394 @@
+"""Plain-data adapters: ``exec``/``wait`` tool definitions and results in the shapes of
+the major LLM APIs, so code mode plugs into any agent loop without glue code.
+
+Everything here returns fresh ``dict``/``list`` values ready for ``json.dumps`` or an
+SDK call; nothing imports an SDK. Shapes (as published at the time of writing):
+
+* **OpenAI Responses API**. ``exec`` is a *custom* tool
+  (``{"type": "custom", "name", "description", "format"}``) whose input is free text;
+  its ``format`` is a Lark grammar (``{"type": "grammar", "syntax": "lark",
+  "definition"}``) that admits exactly "optional pragma line, newline, source", or
+  ``{"type": "text"}`` (unconstrained) on request. ``wait`` is a function tool
+  (``{"type": "function", "name", "description", "parameters", "strict"}``). Results
+  go back as ``custom_tool_call_output`` / ``function_call_output`` items whose
+  ``output`` is a list of ``input_text`` / ``input_image`` parts.
+* **Anthropic Messages API**. Tools are ``{"name", "description", "input_schema"}``.
+  There are no free-text tools, so ``exec`` takes ``{"code": string}`` and its
+  description says so. Results are ``tool_result`` blocks with ``text`` and ``image``
+  content (``source`` of type ``base64`` for ``data:`` URLs, ``url`` otherwise).
+* **MCP**. Tools are ``{"name", "description", "inputSchema"}``; ``exec`` takes
+  ``{"code": string}`` as for Anthropic. Results are ``CallToolResult`` objects with
+  ``text`` and ``image`` content (``data`` base64 + ``mimeType``); MCP has no image
+  URLs, so a remote image becomes a text item naming its URL.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from .._types import Image, ImageDetail, OutputItem, ToolDefinition
+from .descriptions import NamespaceDescription, exec_description, wait_description
+from .pragma import PragmaError
+
+__all__ = [
+    "ANTHROPIC_IMAGE_MEDIA_TYPES",
+    "EXEC_CODE_ARGUMENT",
+    "EXEC_LARK_GRAMMAR",
+    "EXEC_TOOL_NAME",
+    "WAIT_TOOL_NAME",
+    "anthropic_content",
+    "anthropic_exec_tool",
+    "anthropic_tool_result",
+    "anthropic_wait_tool",
+    "exec_json_parameters",
+    "exec_source_from_arguments",
+    "mcp_call_tool_result",
+    "mcp_content",
+    "mcp_exec_tool",
+    "mcp_wait_tool",
+    "openai_content",
+    "openai_exec_output",
+    "openai_exec_tool",
+    "openai_wait_output",
+    "openai_wait_tool",
+    "wait_parameters",
+]
+
+EXEC_TOOL_NAME: Final = "exec"
+WAIT_TOOL_NAME: Final = "wait"
+EXEC_CODE_ARGUMENT: Final = "code"
+"""The string argument that carries the source where ``exec`` must take JSON."""
+
+EXEC_LARK_GRAMMAR: Final = r"""
+start: pragma_source | plain_source
+pragma_source: PRAGMA_LINE NEWLINE SOURCE
+plain_source: SOURCE
+
+PRAGMA_LINE: /[ \t]*\/\/ @exec:[^\r\n]*/
+NEWLINE: /\r?\n/
+SOURCE: /[\s\S]+/
+"""
+"""The input grammar of ``exec`` for OpenAI custom tools: an optional pragma line
+(spaces or tabs, ``// @exec:``, the rest of the line), a line break, then the source;
+or just the source. It admits every valid input, and only constrains the model away
+from wrapping the program in JSON or prose; :func:`~.pragma.parse_exec_input` does the
+real validation."""
+
+ANTHROPIC_IMAGE_MEDIA_TYPES: Final = frozenset(
+    {"image/jpeg", "image/png", "image/gif", "image/webp"}
+)
+"""Image types the Anthropic API accepts; other ``data:`` images become a text note
+rather than making the whole request fail."""
+
+
+def wait_parameters() -> dict[str, Any]:
+    """The JSON Schema of ``wait``'s arguments (a fresh copy each call).
+
+    Only ``cell_id`` is required; the defaults live in the description because not
+    every API honours ``default``. Non-strict: optional fields stay optional.
+    """
+    return {
+        "type": "object",
+        "properties": {
+            "cell_id": {
+                "type": "string",
+                "description": "The id from `Script running with cell ID <id>`.",
+            },
+            "yield_time_ms": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "How long to wait before returning the output so far. "
+                "Default 10000.",
+            },
+            "max_tokens": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "Output token budget of this call. Default 10000.",
+            },
+            "terminate": {
+                "type": "boolean",
+                "description": "Stop the program instead of waiting. Default false.",
+            },
+        },
+        "required": ["cell_id"],
+        "additionalProperties": False,
+    }
+
+
+def exec_json_parameters() -> dict[str, Any]:
+    """The JSON Schema of ``exec``'s arguments where it cannot be a free-text tool:
+    one required string, ``code``, holding exactly what a freeform call would send."""
+    return {
+        "type": "object",
+        "properties": {
+            EXEC_CODE_ARGUMENT: {
+                "type": "string",
+                "description": "The JavaScript source, optionally starting with a "
+                '`// @exec: {"yield_time_ms": ..., "max_output_tokens": ...}` line.',
+            }
+        },
+        "required": [EXEC_CODE_ARGUMENT],
+        "additionalProperties": False,
+    }
+
+
+def exec_source_from_arguments(arguments: Mapping[str, Any] | str) -> str:
+    """Extract the ``exec`` input from JSON arguments (Anthropic, MCP).
+
+    ``arguments`` is the decoded object or its JSON text. The result goes to
+    :func:`~.pragma.parse_exec_input` exactly like a freeform input. Raises
+    :class:`~.pragma.PragmaError` (a ``ValueError``) when there is no string ``code``,
+    so a host handles every malformed ``exec`` input in one ``except``.
+    """
+    message = f"exec expects JSON arguments with a string `{EXEC_CODE_ARGUMENT}` field"
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError:
+            raise PragmaError(message) from None
+    if not isinstance(arguments, Mapping):
+        raise PragmaError(message)
+    code = arguments.get(EXEC_CODE_ARGUMENT)
+    if not isinstance(code, str):
+        raise PragmaError(message)
+    return code
+
+
+# --- OpenAI Responses API ---------------------------------------------------------
+
+
+def openai_exec_tool(
+    tools: Sequence[ToolDefinition],
+    *,
+    namespace_descriptions: Mapping[str, NamespaceDescription] | None = None,
+    deferred: bool = False,
+    grammar: bool = True,
+) -> dict[str, Any]:
+    """``exec`` as a Responses API custom (free-text) tool.
+
+    With ``grammar=True`` the input is constrained by :data:`EXEC_LARK_GRAMMAR`;
+    ``grammar=False`` sends ``{"type": "text"}`` for models or proxies without grammar
+    support."""
+    text_format: dict[str, Any] = (
+        {"type": "grammar", "syntax": "lark", "definition": EXEC_LARK_GRAMMAR}
+        if grammar
+        else {"type": "text"}
+    )
+    return {
+        "type": "custom",
+        "name": EXEC_TOOL_NAME,
+        "description": exec_description(
+            tools, namespace_descriptions=namespace_descriptions, deferred=deferred
+        ),
+        "format": text_format,
+    }
+
+
+def openai_wait_tool() -> dict[str, Any]:
+    """``wait`` as a Responses API function tool (``strict: false``, because strict
+    mode would force every optional argument to be present)."""
+    return {
+        "type": "function",
+        "name": WAIT_TOOL_NAME,
+        "description": wait_description(),
+        "parameters": wait_parameters(),
+        "strict": False,
+    }
+
+
+def openai_content(
+    items: Sequence[OutputItem], *, allow_original_detail: bool = True
+) -> list[dict[str, Any]]:
+    """Content items as Responses API input parts: ``{"type": "input_text", "text"}``
+    and ``{"type": "input_image", "image_url", "detail"?}``.
+
+    ``detail`` is omitted when the item has none (the API then uses ``auto``). Set
+    ``allow_original_detail=False`` for models that reject ``"original"``: such images
+    are sent without a detail rather than failing the request."""
+    parts: list[dict[str, Any]] = []
+    for item in items:
+        if isinstance(item, Image):
+            part: dict[str, Any] = {"type": "input_image", "image_url": item.image_url}
+            detail = item.detail
+            if detail is ImageDetail.ORIGINAL and not allow_original_detail:
+                detail = None
+            if detail is not None:
+                part["detail"] = detail.value
+            parts.append(part)
+        else:
+            parts.append({"type": "input_text", "text": item.text})
+    return parts
+
+
+def openai_exec_output(
+    call_id: str, items: Sequence[OutputItem], *, allow_original_detail: bool = True
+) -> dict[str, Any]:
+    """The ``custom_tool_call_output`` input item answering an ``exec`` call."""
+    return {
+        "type": "custom_tool_call_output",
+        "call_id": call_id,
+        "output": openai_content(items, allow_original_detail=allow_original_detail),
+    }
+
+
+def openai_wait_output(
+    call_id: str, items: Sequence[OutputItem], *, allow_original_detail: bool = True
+) -> dict[str, Any]:
+    """The ``function_call_output`` input item answering a ``wait`` call."""
+    return {
+        "type": "function_call_output",
+        "call_id": call_id,
+        "output": openai_content(items, allow_original_detail=allow_original_detail),
+    }
+
+
+# --- Anthropic Messages API -------------------------------------------------------
+
+
+def anthropic_exec_tool(
+    tools: Sequence[ToolDefinition],
+    *,
+    namespace_descriptions: Mapping[str, NamespaceDescription] | None = None,
+    deferred: bool = False,
+) -> dict[str, Any]:
+    """``exec`` as an Anthropic tool taking ``{"code": string}`` (the API has no
+    free-text tools); read the source back with :func:`exec_source_from_arguments`."""
+    return {
+        "name": EXEC_TOOL_NAME,
+        "description": exec_description(
+            tools,
+            namespace_descriptions=namespace_descriptions,
+            deferred=deferred,
+            code_argument=EXEC_CODE_ARGUMENT,
+        ),
+        "input_schema": exec_json_parameters(),
+    }
+
+
+def anthropic_wait_tool() -> dict[str, Any]:
+    """``wait`` as an Anthropic tool."""
+    return {
+        "name": WAIT_TOOL_NAME,
+        "description": wait_description(),
+        "input_schema": wait_parameters(),
+    }
+
+
+def anthropic_content(items: Sequence[OutputItem]) -> list[dict[str, Any]]:
+    """Content items as Anthropic content blocks: ``{"type": "text", "text"}`` and
+    ``{"type": "image", "source": ...}`` with a ``base64`` source for ``data:`` URLs
+    and a ``url`` source otherwise. An image the API would refuse (a type outside
+    :data:`ANTHROPIC_IMAGE_MEDIA_TYPES`, or a malformed ``data:`` URL) becomes a text
+    block saying so; image detail has no Anthropic equivalent and is dropped."""
+    blocks: list[dict[str, Any]] = []
+    for item in items:
+        if not isinstance(item, Image):
+            blocks.append({"type": "text", "text": item.text})
+            continue
+        if not item.image_url.startswith("data:"):
+            blocks.append({"type": "image", "source": {"type": "url", "url": item.image_url}})
+            continue
+        decoded = _parse_data_url(item.image_url)
+        if decoded is None:
+            blocks.append({"type": "text", "text": "[image omitted: malformed data URL]"})
+        elif decoded[0] not in ANTHROPIC_IMAGE_MEDIA_TYPES:
+            blocks.append(
+                {"type": "text", "text": f"[image omitted: unsupported type {decoded[0]}]"}
+            )
+        else:
+            source = {"type": "base64", "media_type": decoded[0], "data": decoded[1]}
+            blocks.append({"type": "image", "source": source})
+    return blocks
+
+
+def anthropic_tool_result(
+    tool_use_id: str, items: Sequence[OutputItem], *, is_error: bool = False
+) -> dict[str, Any]:
+    """The ``tool_result`` block answering an ``exec`` or ``wait`` call (goes in a
+    ``user`` message). Pass ``is_error=not result_succeeded(result)``."""
+    return {
+        "type": "tool_result",
+        "tool_use_id": tool_use_id,
+        "content": anthropic_content(items),
+        "is_error": is_error,
+    }
+
+
+# --- MCP --------------------------------------------------------------------------
+
+
+def mcp_exec_tool(
+    tools: Sequence[ToolDefinition],
+    *,
+    namespace_descriptions: Mapping[str, NamespaceDescription] | None = None,
+    deferred: bool = False,
+) -> dict[str, Any]:
+    """``exec`` as an MCP tool definition taking ``{"code": string}``."""
+    return {
+        "name": EXEC_TOOL_NAME,
+        "description": exec_description(
+            tools,
+            namespace_descriptions=namespace_descriptions,
+            deferred=deferred,
+            code_argument=EXEC_CODE_ARGUMENT,
+        ),
+        "inputSchema": exec_json_parameters(),
+    }
+
+
+def mcp_wait_tool() -> dict[str, Any]:
+    """``wait`` as an MCP tool definition."""
+    return {
+        "name": WAIT_TOOL_NAME,
+        "description": wait_description(),
+        "inputSchema": wait_parameters(),
+    }
+
+
+def mcp_content(items: Sequence[OutputItem]) -> list[dict[str, Any]]:
+    """Content items as MCP content blocks: ``{"type": "text", "text"}`` and
+    ``{"type": "image", "data", "mimeType"}`` (base64) for ``data:`` URLs. MCP images
+    carry their bytes, so a remote image, or a ``data:`` URL that cannot be decoded,
+    becomes a text block naming it; detail is dropped."""
+    blocks: list[dict[str, Any]] = []
+    for item in items:
+        if not isinstance(item, Image):
+            blocks.append({"type": "text", "text": item.text})
+            continue
+        decoded = _parse_data_url(item.image_url) if item.image_url.startswith("data:") else None
+        if decoded is None:
+            blocks.append({"type": "text", "text": f"Image: {item.image_url}"})
+        else:
+            blocks.append({"type": "image", "data": decoded[1], "mimeType": decoded[0]})
+    return blocks
+
+
+def mcp_call_tool_result(items: Sequence[OutputItem], *, is_error: bool = False) -> dict[str, Any]:
+    """An MCP ``CallToolResult`` answering an ``exec`` or ``wait`` call. Pass
+    ``is_error=not result_succeeded(result)``."""
+    return {"content": mcp_content(items), "isError": is_error}
+
+
+def _parse_data_url(url: str) -> tuple[str, str] | None:
+    """``data:[<type>][;params][;base64],<payload>`` -> ``(media type, base64 data)``,
+    or ``None`` when malformed. A non-base64 payload is percent-decoded and encoded."""
+    if not url.startswith("data:"):
+        return None
+    header, comma, payload = url[len("data:") :].partition(",")
+    if not comma:
+        return None
+    params = [param.strip() for param in header.split(";")]
+    media_type = params[0].lower() or "text/plain"
+    if len(params) > 1 and params[-1].lower() == "base64":
+        data = "".join(urllib.parse.unquote(payload).split())
+        try:
+            base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            return None
+        return media_type, data
+    return media_type, base64.b64encode(urllib.parse.unquote_to_bytes(payload)).decode("ascii")

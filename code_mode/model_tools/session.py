@@ -1,0 +1,530 @@
+"""`CodeModeSession`: the ``exec``/``wait`` pair over a session, in a few lines.
+
+::
+
+    @tool
+    async def add(a: int, b: int) -> int:
+        \"\"\"Add two integers.\"\"\"
+        return a + b
+
+    async with CodeModeSession(tools=[add]) as cm:
+        llm_tools = cm.openai_tools()          # or anthropic_tools(), mcp_tools()
+        ...
+        items = await cm.handle_call(call.name, call.arguments)   # from the model
+        # -> [Text("Script completed\\nWall time 0.1 seconds\\nOutput:\\n"), Text("42")]
+
+The façade owns a :class:`~code_mode.SessionRuntime` and is its delegate: nested tool
+calls from programs are routed to the tools given (``@tool`` functions, or anything
+with a ``definition`` and an async ``call(input)``), ``notify(...)`` messages go to an
+``on_notify`` callback. It parses the ``exec`` pragma, times and formats results the
+way models were trained to read them, and never raises for a bad call from the model:
+every problem (a pragma error, an unknown cell, bad ``wait`` arguments) comes back as
+a ``Script failed`` result the model can act on.
+
+Yield policy (reference 4.1): a ``yield_time_ms`` of 10 000 ms or more gets one extra
+second of grace, so a nested tool finishing just after the deadline lands in the same
+result instead of costing the model a ``wait`` round trip; an optional
+``max_yield_time_ms`` then caps it. Shorter requests are taken as given.
+
+This module uses only the public API of ``code_mode``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import json
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Final, Protocol, runtime_checkable
+
+import attrs
+import trio
+
+from code_mode import (
+    JSON,
+    CellEvent,
+    CellId,
+    CodeModeError,
+    ExecuteRequest,
+    MissingCell,
+    NestedToolCall,
+    OutputItem,
+    RuntimeConfig,
+    SessionRuntime,
+    Text,
+    ToolDefinition,
+    ToolKind,
+    ToolName,
+    YieldAfter,
+)
+from code_mode.integrations.python_tools import PythonTool, tool
+from code_mode.model_tools.adapters import (
+    EXEC_TOOL_NAME,
+    WAIT_TOOL_NAME,
+    anthropic_exec_tool,
+    anthropic_wait_tool,
+    exec_source_from_arguments,
+    mcp_exec_tool,
+    mcp_wait_tool,
+    openai_exec_tool,
+    openai_wait_tool,
+    wait_parameters,
+)
+from code_mode.model_tools.descriptions import (
+    NamespaceDescription,
+    augment_tool_definition,
+    exec_description,
+    wait_description,
+)
+from code_mode.model_tools.formatting import format_result
+from code_mode.model_tools.pragma import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    DEFAULT_YIELD_TIME_MS,
+    PragmaError,
+    parse_exec_input,
+)
+from code_mode.model_tools.typescript import normalize_identifier
+
+__all__ = [
+    "YIELD_GRACE_MS",
+    "YIELD_GRACE_THRESHOLD_MS",
+    "CodeModeSession",
+    "NestedTool",
+    "Notification",
+    "is_error_result",
+    "resolve_yield_time_ms",
+]
+
+logger = logging.getLogger("code_mode")
+
+YIELD_GRACE_THRESHOLD_MS: Final = 10_000
+"""Requests of at least this many milliseconds get :data:`YIELD_GRACE_MS` extra."""
+
+YIELD_GRACE_MS: Final = 1_000
+"""The grace added to long yields (reference 4.1)."""
+
+_FAILED_PREFIX: Final = "Script failed\n"
+
+
+@runtime_checkable
+class NestedTool(Protocol):
+    """What :class:`CodeModeSession` accepts as a tool: a definition and an async
+    ``call``. :class:`~code_mode.PythonTool` (from ``@tool``) is one; an MCP bridge or
+    a hand-written class can be another.
+
+    ``call`` gets the program's input (JSON data; ``None`` when the program passed
+    none) and returns JSON data. Raising any ``Exception`` rejects the program's promise
+    with ``str(exception)``.
+    """
+
+    @property
+    def definition(self) -> ToolDefinition: ...
+
+    async def call(self, input: JSON) -> JSON: ...
+
+
+@attrs.frozen
+class Notification:
+    """A program's ``notify(text)``: ``call_id`` is the ``exec`` call the program was
+    started by (pass it to ``exec``/``handle_call`` to correlate), ``cell_id`` the
+    program's cell."""
+
+    call_id: str
+    cell_id: CellId
+    text: str
+
+
+NotifyCallback = Callable[[Notification], Awaitable[None] | None]
+"""``on_notify``: a plain or an async function of a :class:`Notification`."""
+
+
+def resolve_yield_time_ms(requested_ms: int, max_yield_time_ms: int | None = None) -> int:
+    """When an ``exec``/``wait`` asking for ``requested_ms`` should yield: plus
+    :data:`YIELD_GRACE_MS` if it is at least :data:`YIELD_GRACE_THRESHOLD_MS`, then
+    capped by ``max_yield_time_ms`` (``0`` yields at once)."""
+    resolved = max(0, requested_ms)
+    if resolved >= YIELD_GRACE_THRESHOLD_MS:
+        resolved += YIELD_GRACE_MS
+    if max_yield_time_ms is not None:
+        resolved = min(resolved, max(0, max_yield_time_ms))
+    return resolved
+
+
+def is_error_result(items: Sequence[OutputItem]) -> bool:
+    """Whether a result of :meth:`CodeModeSession.exec`/``wait``/``handle_call`` is a
+    failure (``Script failed``: the program threw, or the call could not be served).
+    Use it for the ``is_error`` flag of Anthropic and MCP results."""
+    return bool(items) and isinstance(items[0], Text) and items[0].text.startswith(_FAILED_PREFIX)
+
+
+class _WaitArgumentsError(ValueError):
+    pass
+
+
+def _wait_arguments(arguments: Mapping[str, Any] | str) -> tuple[str, int, int, bool]:
+    """Decode ``wait`` arguments (an object or its JSON text). Unknown keys are ignored;
+    a numeric ``cell_id`` is accepted as its decimal string."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError as error:
+            raise _WaitArgumentsError(f"failed to parse function arguments: {error}") from None
+    if not isinstance(arguments, Mapping):
+        raise _WaitArgumentsError("wait expects JSON arguments")
+    cell_id = arguments.get("cell_id")
+    if isinstance(cell_id, int) and not isinstance(cell_id, bool):
+        cell_id = str(cell_id)
+    if not isinstance(cell_id, str):
+        problem = "missing field `cell_id`" if cell_id is None else "`cell_id` must be a string"
+        raise _WaitArgumentsError(f"failed to parse function arguments: {problem}")
+
+    def integer(key: str, default: int) -> int:
+        value = arguments.get(key)
+        if value is None:
+            return default
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise _WaitArgumentsError(
+                f"failed to parse function arguments: `{key}` must be a non-negative integer"
+            )
+        return value
+
+    terminate = arguments.get("terminate", False)
+    if terminate is None:
+        terminate = False
+    if not isinstance(terminate, bool):
+        raise _WaitArgumentsError(
+            "failed to parse function arguments: `terminate` must be a boolean"
+        )
+    return (
+        cell_id,
+        integer("yield_time_ms", DEFAULT_YIELD_TIME_MS),
+        integer("max_tokens", DEFAULT_MAX_OUTPUT_TOKENS),
+        terminate,
+    )
+
+
+def _exec_source(arguments: Mapping[str, Any] | str) -> str:
+    """The ``exec`` input: a raw string (freeform tool), or ``{"code": ...}`` as an
+    object or as its JSON text (JSON-only APIs). JSON text of an object cannot be a
+    valid program (``{"code": ...}`` is a syntax error in JavaScript), so no program
+    is misread."""
+    if isinstance(arguments, str):
+        text = arguments.strip()
+        if text.startswith("{") and text.endswith("}"):
+            try:
+                decoded = json.loads(text)
+            except json.JSONDecodeError:
+                return arguments
+            if isinstance(decoded, dict) and isinstance(decoded.get("code"), str):
+                return exec_source_from_arguments(decoded)
+        return arguments
+    return exec_source_from_arguments(arguments)
+
+
+class _Delegate:
+    """The runtime's delegate: routes nested calls and notifications."""
+
+    def __init__(self, tools: Mapping[ToolName, NestedTool], on_notify: NotifyCallback | None):
+        self._tools = tools
+        self._on_notify = on_notify
+
+    async def invoke_tool(self, call: NestedToolCall) -> JSON:
+        nested = self._tools.get(call.tool_name)
+        if nested is None:  # the runtime only routes enabled tools; defensive
+            raise ValueError(f"tool `{call.tool_name.display()}` is not available")
+        return await nested.call(call.input)
+
+    async def notify(self, call_id: str, cell_id: CellId, text: str) -> None:
+        if self._on_notify is None:
+            return
+        outcome = self._on_notify(Notification(call_id, cell_id, text))
+        if inspect.isawaitable(outcome):
+            await outcome
+
+    async def cell_closed(self, cell_id: CellId) -> None:
+        return None
+
+
+def _as_nested_tool(candidate: object) -> NestedTool:
+    if isinstance(candidate, NestedTool) and isinstance(
+        getattr(candidate, "definition", None), ToolDefinition
+    ):
+        return candidate
+    if callable(candidate):
+        return tool(candidate)
+    raise TypeError(
+        f"not a tool: {candidate!r} (pass @tool functions, plain type-hinted functions, or "
+        "objects with a `definition` and an async `call`)"
+    )
+
+
+def _grouped(tools: list[NestedTool]) -> list[NestedTool]:
+    """Tools with each namespace's members contiguous (in order of first appearance),
+    so the ``exec`` description gives every namespace one heading."""
+    order: dict[str | None, list[NestedTool]] = {}
+    for nested in tools:
+        order.setdefault(nested.definition.tool_name.namespace, []).append(nested)
+    return [nested for group in order.values() for nested in group]
+
+
+class CodeModeSession:
+    """``exec`` and ``wait`` for one agent session; use as ``async with``.
+
+    ``tools``: the nested tools programs may call: ``@tool`` functions, plain
+    type-hinted functions (wrapped with :func:`~code_mode.tool`), or any
+    :class:`NestedTool`. ``on_notify``: receives each ``notify(...)`` of a program as a
+    :class:`Notification` (plain or async function; its errors are logged, never seen
+    by the program). ``config``: the runtime's limits. ``namespace_descriptions``: a
+    heading for each tool namespace in the ``exec`` description (a string is used as
+    the description, the namespace as the heading). ``deferred``: keep the ``exec``
+    description short for large tool sets (programs search ``ALL_TOOLS``).
+    ``max_yield_time_ms``: cap on how long one ``exec``/``wait`` may block.
+
+    Leaving the ``async with`` block terminates every running program.
+    """
+
+    def __init__(
+        self,
+        tools: Iterable[NestedTool | Callable[..., Any]] = (),
+        *,
+        on_notify: NotifyCallback | None = None,
+        config: RuntimeConfig | None = None,
+        namespace_descriptions: Mapping[str, NamespaceDescription | str] | None = None,
+        deferred: bool = False,
+        max_yield_time_ms: int | None = None,
+    ) -> None:
+        nested = _grouped([_as_nested_tool(candidate) for candidate in tools])
+        by_name: dict[ToolName, NestedTool] = {}
+        by_identifier: dict[str, str] = {}
+        for entry in nested:
+            definition = entry.definition
+            if definition.tool_name in by_name:
+                raise ValueError(f"two tools are named `{definition.tool_name.display()}`")
+            identifier = normalize_identifier(definition.name)
+            if identifier in by_identifier:
+                raise ValueError(
+                    f"tools `{by_identifier[identifier]}` and `{definition.name}` would both "
+                    f"be `tools.{identifier}` in a program"
+                )
+            if definition.name in (EXEC_TOOL_NAME, WAIT_TOOL_NAME):
+                raise ValueError(f"a nested tool cannot be named `{definition.name}`")
+            by_name[definition.tool_name] = entry
+            by_identifier[identifier] = definition.name
+        self._tools = nested
+        self._definitions = [entry.definition for entry in nested]
+        self._enabled = [augment_tool_definition(d) for d in self._definitions]
+        self._namespaces = {
+            key: value
+            if isinstance(value, NamespaceDescription)
+            else NamespaceDescription(key, value)
+            for key, value in (namespace_descriptions or {}).items()
+        }
+        self._deferred = deferred
+        self._max_yield_time_ms = max_yield_time_ms
+        self._runtime = SessionRuntime(_Delegate(by_name, on_notify), config)
+        self._call_ids = itertools.count(1)
+        self._entered = False
+
+    # -- lifetime ------------------------------------------------------------------
+
+    async def __aenter__(self) -> CodeModeSession:
+        await self._runtime.__aenter__()
+        self._entered = True
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool | None:
+        return await self._runtime.__aexit__(exc_type, exc, traceback)
+
+    @property
+    def runtime(self) -> SessionRuntime:
+        """The underlying session runtime, for uses beyond ``exec``/``wait``."""
+        return self._runtime
+
+    # -- tool definitions ----------------------------------------------------------
+
+    @property
+    def tools(self) -> list[ToolDefinition]:
+        """The nested tools' definitions, in the order programs see them."""
+        return list(self._definitions)
+
+    @property
+    def exec_tool(self) -> ToolDefinition:
+        """``exec`` as a :class:`~code_mode.ToolDefinition`: a FREEFORM tool (its input
+        is raw JavaScript) with the generated description. For APIs without freeform
+        tools use :meth:`anthropic_tools` or :meth:`mcp_tools`, where ``exec`` takes
+        ``{"code": string}``."""
+        return ToolDefinition(
+            name=EXEC_TOOL_NAME,
+            tool_name=ToolName(EXEC_TOOL_NAME),
+            description=exec_description(
+                self._definitions,
+                namespace_descriptions=self._namespaces,
+                deferred=self._deferred,
+            ),
+            kind=ToolKind.FREEFORM,
+        )
+
+    @property
+    def wait_tool(self) -> ToolDefinition:
+        """``wait`` as a FUNCTION :class:`~code_mode.ToolDefinition` with its JSON
+        Schema."""
+        return ToolDefinition(
+            name=WAIT_TOOL_NAME,
+            tool_name=ToolName(WAIT_TOOL_NAME),
+            description=wait_description(),
+            kind=ToolKind.FUNCTION,
+            input_schema=wait_parameters(),
+        )
+
+    def openai_tools(self, *, grammar: bool = True) -> list[dict[str, Any]]:
+        """``[exec, wait]`` for the OpenAI Responses API ``tools`` parameter (``exec``
+        a custom tool, ``wait`` a function tool)."""
+        exec_tool = openai_exec_tool(
+            self._definitions,
+            namespace_descriptions=self._namespaces,
+            deferred=self._deferred,
+            grammar=grammar,
+        )
+        return [exec_tool, openai_wait_tool()]
+
+    def anthropic_tools(self) -> list[dict[str, Any]]:
+        """``[exec, wait]`` for the Anthropic Messages API ``tools`` parameter."""
+        exec_tool = anthropic_exec_tool(
+            self._definitions, namespace_descriptions=self._namespaces, deferred=self._deferred
+        )
+        return [exec_tool, anthropic_wait_tool()]
+
+    def mcp_tools(self) -> list[dict[str, Any]]:
+        """``[exec, wait]`` as MCP tool definitions (``tools/list``)."""
+        exec_tool = mcp_exec_tool(
+            self._definitions, namespace_descriptions=self._namespaces, deferred=self._deferred
+        )
+        return [exec_tool, mcp_wait_tool()]
+
+    # -- calls ---------------------------------------------------------------------
+
+    def _check_entered(self) -> None:
+        if not self._entered:
+            raise RuntimeError("use the session as `async with CodeModeSession(...) as cm:`")
+
+    async def exec(self, source: str, *, call_id: str | None = None) -> list[OutputItem]:
+        """Run ``source`` (raw JavaScript, optionally with a ``// @exec: {...}`` first
+        line) and return its first result: ``Script completed``/``failed`` if it ended
+        within ``yield_time_ms``, else ``Script running with cell ID <id>`` with the
+        output so far (the program keeps running; continue with :meth:`wait`).
+
+        ``call_id`` identifies the model's call in :class:`Notification` (default
+        ``exec-<n>``). A bad pragma comes back as a ``Script failed`` result."""
+        self._check_entered()
+        started_at = trio.current_time()
+        call_id = call_id if call_id is not None else f"exec-{next(self._call_ids)}"
+        try:
+            parsed = parse_exec_input(source)
+        except PragmaError as error:
+            return self._format(str(error), started_at, "", DEFAULT_MAX_OUTPUT_TOKENS)
+        max_tokens = (
+            parsed.max_output_tokens
+            if parsed.max_output_tokens is not None
+            else DEFAULT_MAX_OUTPUT_TOKENS
+        )
+        requested = (
+            parsed.yield_time_ms if parsed.yield_time_ms is not None else DEFAULT_YIELD_TIME_MS
+        )
+        mode = YieldAfter(resolve_yield_time_ms(requested, self._max_yield_time_ms) / 1000)
+        request = ExecuteRequest(
+            tool_call_id=call_id, enabled_tools=self._enabled, source=parsed.source
+        )
+        try:
+            started = await self._runtime.execute(request, mode)
+            event = await started.initial_event()
+        except CodeModeError as error:
+            return self._format(str(error), started_at, "", max_tokens)
+        return self._format(event, started_at, started.cell_id, max_tokens)
+
+    async def wait(
+        self,
+        cell_id: str,
+        *,
+        yield_time_ms: int = DEFAULT_YIELD_TIME_MS,
+        max_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+        terminate: bool = False,
+    ) -> list[OutputItem]:
+        """The next result of a running program: its new output and ``Script running
+        with cell ID <id>`` again after ``yield_time_ms``, or its final result. With
+        ``terminate=True`` the program is stopped (``Script terminated``; a program
+        that had already finished returns its result). An unknown or finished cell is a
+        failed result ``exec cell <id> not found``."""
+        self._check_entered()
+        started_at = trio.current_time()
+        cell = CellId(cell_id)
+        try:
+            if terminate:
+                event = await self._runtime.terminate(cell)
+            else:
+                seconds = resolve_yield_time_ms(yield_time_ms, self._max_yield_time_ms) / 1000
+                event = await self._runtime.observe(cell, YieldAfter(seconds))
+        except MissingCell as error:
+            return self._format(str(error), started_at, cell_id, max_tokens)
+        except CodeModeError as error:  # busy observer, already terminating, shutdown
+            return self._format(str(error), started_at, cell_id, max_tokens)
+        return self._format(event, started_at, cell_id, max_tokens)
+
+    async def handle_call(
+        self, name: str, arguments: Mapping[str, Any] | str, *, call_id: str | None = None
+    ) -> list[OutputItem]:
+        """Serve an ``exec`` or ``wait`` call as any LLM API delivers it.
+
+        ``exec``: the raw source (OpenAI custom tool ``input``), or ``{"code": ...}``
+        as an object or JSON text (Anthropic ``input``, MCP ``arguments``). ``wait``:
+        the arguments as an object or JSON text. Malformed arguments give a failed
+        result (``failed to parse function arguments: ...``). Any other ``name`` raises
+        ``ValueError``: route only ``exec``/``wait`` here."""
+        if name == EXEC_TOOL_NAME:
+            self._check_entered()
+            try:
+                source = _exec_source(arguments)
+            except PragmaError as error:
+                return self._format(str(error), trio.current_time(), "", DEFAULT_MAX_OUTPUT_TOKENS)
+            return await self.exec(source, call_id=call_id)
+        if name == WAIT_TOOL_NAME:
+            self._check_entered()
+            started_at = trio.current_time()
+            try:
+                cell_id, yield_ms, max_tokens, terminate = _wait_arguments(arguments)
+            except _WaitArgumentsError as error:
+                return self._format(str(error), started_at, "", DEFAULT_MAX_OUTPUT_TOKENS)
+            return await self.wait(
+                cell_id, yield_time_ms=yield_ms, max_tokens=max_tokens, terminate=terminate
+            )
+        raise ValueError(
+            f"CodeModeSession serves only `{EXEC_TOOL_NAME}` and `{WAIT_TOOL_NAME}`, not `{name}`"
+        )
+
+    async def shutdown(self) -> None:
+        """Terminate every program and refuse new ones; the ``async with`` block still
+        has to be left. Idempotent."""
+        await self._runtime.shutdown()
+
+    @staticmethod
+    def _format(
+        result: CellEvent | str, started_at: float, cell_id: str, max_tokens: int
+    ) -> list[OutputItem]:
+        return format_result(
+            result,
+            wall_time=max(0.0, trio.current_time() - started_at),
+            cell_id=cell_id,
+            max_output_tokens=max_tokens,
+        )
+
+
+# `PythonTool` satisfies `NestedTool`; checked here so a change to either is caught.
+_check: type[NestedTool] = PythonTool

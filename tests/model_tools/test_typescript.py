@@ -1,0 +1,444 @@
+"""JSON Schema -> TypeScript rendering, MCP detection, identifiers and declarations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from code_mode import ToolDefinition, ToolKind, ToolName
+from code_mode.model_tools.typescript import (
+    MAX_DEPTH,
+    MCP_TYPES_PREAMBLE,
+    is_mcp_call_tool_result,
+    mcp_structured_content_schema,
+    normalize_identifier,
+    render_schema,
+    tool_declaration,
+)
+
+NODE = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "children": {"type": "array", "items": {"$ref": "#"}},
+    },
+    "required": ["name"],
+}
+
+CASES: list[tuple[str, Any, str]] = [
+    # booleans and non-objects
+    ("true schema", True, "unknown"),
+    ("false schema", False, "never"),
+    ("non-object schema", 42, "unknown"),
+    ("empty schema", {}, "unknown"),
+    # const and enum
+    ("const string", {"const": "a"}, '"a"'),
+    ("const object is compact JSON", {"const": {"a": [1, 2]}}, '{"a":[1,2]}'),
+    ("const wins over type", {"const": 1, "type": "string"}, "1"),
+    ("const null", {"const": None}, "null"),
+    ("enum", {"enum": ["a", 1, None, True]}, '"a" | 1 | null | true'),
+    ("empty enum falls through", {"enum": [], "type": "string"}, "string"),
+    ("non-ASCII literal kept raw", {"const": "café"}, '"café"'),
+    # unions and intersections
+    ("anyOf", {"anyOf": [{"type": "string"}, {"type": "number"}]}, "string | number"),
+    ("oneOf", {"oneOf": [{"type": "boolean"}, {"type": "null"}]}, "boolean | null"),
+    (
+        "anyOf before oneOf",
+        {"anyOf": [{"type": "string"}], "oneOf": [{"type": "number"}]},
+        "string",
+    ),
+    ("empty anyOf falls to oneOf", {"anyOf": [], "oneOf": [{"type": "null"}]}, "null"),
+    (
+        "allOf",
+        {"allOf": [{"type": "object", "properties": {"a": {"type": "string"}}}, {"required": []}]},
+        "{ a?: string; } & { [key: string]: unknown; }",
+    ),
+    # type keywords
+    ("string", {"type": "string"}, "string"),
+    ("integer is number", {"type": "integer"}, "number"),
+    ("number", {"type": "number"}, "number"),
+    ("boolean", {"type": "boolean"}, "boolean"),
+    ("null", {"type": "null"}, "null"),
+    ("unknown keyword", {"type": "date"}, "unknown"),
+    ("type array", {"type": ["string", "null"]}, "string | null"),
+    ("type array skips non-strings", {"type": ["string", 5]}, "string"),
+    (
+        "type array with object and array",
+        {"type": ["object", "array"], "items": {"type": "number"}},
+        "{ [key: string]: unknown; } | Array<number>",
+    ),
+    # arrays
+    ("array of", {"type": "array", "items": {"type": "string"}}, "Array<string>"),
+    ("array without items", {"type": "array"}, "unknown[]"),
+    (
+        "tuple",
+        {"type": "array", "prefixItems": [{"type": "string"}, {"type": "number"}]},
+        "[string, number]",
+    ),
+    ("empty prefixItems", {"type": "array", "prefixItems": []}, "unknown[]"),
+    ("items without type", {"items": {"type": "boolean"}}, "Array<boolean>"),
+    ("nested arrays", {"items": {"items": {"type": "null"}}}, "Array<Array<null>>"),
+    # objects
+    ("bare object", {"type": "object"}, "{ [key: string]: unknown; }"),
+    ("closed empty object", {"type": "object", "additionalProperties": False}, "{}"),
+    (
+        "properties sorted, required and optional",
+        {
+            "type": "object",
+            "properties": {"b": {"type": "string"}, "a": {"type": "number"}},
+            "required": ["b"],
+        },
+        "{ a?: number; b: string; }",
+    ),
+    (
+        "code point order",
+        {"properties": {"b": {}, "B": {}, "a": {}, "_": {}}},
+        "{ B?: unknown; _?: unknown; a?: unknown; b?: unknown; }",
+    ),
+    (
+        "quoted names",
+        {"properties": {"foo-bar": {"type": "string"}, "1x": {}, "": {}}},
+        '{ ""?: unknown; "1x"?: unknown; "foo-bar"?: string; }',
+    ),
+    (
+        "quoted name escapes",
+        {"properties": {'say "hi"': {"type": "string"}}, "required": ['say "hi"']},
+        '{ "say \\"hi\\"": string; }',
+    ),
+    (
+        "$ and _ names are identifiers",
+        {"properties": {"$x": {}, "_y": {}}},
+        "{ $x?: unknown; _y?: unknown; }",
+    ),
+    (
+        "additionalProperties true",
+        {"properties": {"a": {"type": "string"}}, "additionalProperties": True},
+        "{ a?: string; [key: string]: unknown; }",
+    ),
+    (
+        "additionalProperties schema",
+        {"type": "object", "additionalProperties": {"type": "number"}},
+        "{ [key: string]: number; }",
+    ),
+    (
+        "additionalProperties false",
+        {"properties": {"a": {"type": "string"}}, "additionalProperties": False},
+        "{ a?: string; }",
+    ),
+    (
+        "absent additionalProperties with properties: no index",
+        {"type": "object", "properties": {"a": {"type": "string"}}},
+        "{ a?: string; }",
+    ),
+    ("required only", {"required": ["x"]}, "{ [key: string]: unknown; }"),
+    (
+        "nested object inline",
+        {
+            "type": "object",
+            "properties": {"p": {"type": "object", "properties": {"q": {"type": "integer"}}}},
+            "required": ["p"],
+        },
+        "{ p: { q?: number; }; }",
+    ),
+    (
+        "descriptions make it multi-line",
+        {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "description": "  City name.\n\n  In English.  "},
+                "days": {"type": "integer"},
+            },
+            "required": ["city"],
+            "additionalProperties": {"type": "string"},
+        },
+        "{\n  // City name.\n  // In English.\n  city: string;\n  days?: number;\n"
+        "  [key: string]: string;\n}",
+    ),
+    (
+        "empty description stays single-line",
+        {"properties": {"a": {"type": "string", "description": ""}}},
+        "{ a?: string; }",
+    ),
+    (
+        "CRLF description lines",
+        {"properties": {"a": {"type": "string", "description": "one\r\ntwo"}}},
+        "{\n  // one\n  // two\n  a?: string;\n}",
+    ),
+    (
+        "nested multi-line object is re-indented",
+        {
+            "properties": {
+                "outer": {
+                    "description": "Outer.",
+                    "properties": {"inner": {"type": "string", "description": "Inner."}},
+                }
+            }
+        },
+        "{\n  // Outer.\n  outer?: {\n    // Inner.\n    inner?: string;\n  };\n}",
+    ),
+    # $ref
+    (
+        "$ref into $defs",
+        {
+            "type": "object",
+            "properties": {"p": {"$ref": "#/$defs/Point"}},
+            "required": ["p"],
+            "$defs": {"Point": {"type": "object", "properties": {"x": {"type": "number"}}}},
+        },
+        "{ p: { x?: number; }; }",
+    ),
+    (
+        "$ref into definitions with escapes",
+        {
+            "properties": {"v": {"$ref": "#/definitions/a~1b%20c"}},
+            "definitions": {"a/b c": {"type": "string"}},
+        },
+        "{ v?: string; }",
+    ),
+    (
+        "$ref to root recursion expands twice",
+        NODE,
+        "{ children?: Array<{ children?: Array<{ children?: Array<unknown>; name: string; }>; "
+        "name: string; }>; name: string; }",
+    ),
+    (
+        "$ref with sibling",
+        {
+            "properties": {
+                "v": {
+                    "$ref": "#/$defs/A",
+                    "required": ["b"],
+                    "properties": {"b": {"type": "number"}},
+                }
+            },
+            "$defs": {"A": {"properties": {"a": {"type": "string"}}}},
+        },
+        "{ v?: ({ a?: string; }) & ({ b: number; }); }",
+    ),
+    (
+        "$ref with annotation siblings only",
+        {
+            "properties": {"v": {"$ref": "#/$defs/A", "title": "A"}},
+            "$defs": {"A": {"type": "string"}},
+        },
+        "{ v?: string; }",
+    ),
+    ("unresolvable $ref", {"properties": {"v": {"$ref": "#/$defs/Nope"}}}, "{ v?: unknown; }"),
+    ("remote $ref", {"$ref": "https://example.com/schema.json"}, "unknown"),
+    ("unresolvable $ref with sibling", {"$ref": "#/nope", "type": "string"}, "string"),
+    (
+        "$ref into array index",
+        {"$ref": "#/$defs/xs/1", "$defs": {"xs": [{}, {"type": "null"}]}},
+        "null",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("schema", "expected"), [(s, e) for _, s, e in CASES], ids=[n for n, _, _ in CASES]
+)
+def test_render_schema(schema: Any, expected: str) -> None:
+    assert render_schema(schema) == expected
+
+
+def test_table_is_big_enough() -> None:
+    assert len(CASES) >= 35
+
+
+def test_deep_nesting_is_cut_off() -> None:
+    schema: Any = {"type": "string"}
+    for _ in range(5000):
+        schema = {"type": "array", "items": schema}
+    assert render_schema(schema) == "Array<" * MAX_DEPTH + "unknown" + ">" * MAX_DEPTH
+
+
+def test_ref_resolves_against_explicit_root() -> None:
+    root = {"$defs": {"A": {"type": "boolean"}}}
+    assert render_schema({"$ref": "#/$defs/A"}, root=root) == "boolean"
+
+
+def test_ref_chain_is_limited_to_two_expansions() -> None:
+    schema = {
+        "$ref": "#/$defs/a",
+        "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/c"}, "c": {"type": "string"}},
+    }
+    assert render_schema(schema) == "unknown"
+    schema["$defs"]["a"] = {"$ref": "#/$defs/c"}  # type: ignore[index]
+    assert render_schema(schema) == "string"
+
+
+@pytest.mark.parametrize(
+    ("name", "identifier"),
+    [
+        ("get_weather", "get_weather"),
+        ("hidden-dynamic-tool", "hidden_dynamic_tool"),
+        ("1abc", "_abc"),
+        ("a1", "a1"),
+        ("", "_"),
+        ("$ok", "$ok"),
+        ("mcp__ologs__get_profile", "mcp__ologs__get_profile"),
+        ("a.b c", "a_b_c"),
+        ("café", "caf_"),
+        ("\uff46\uff55ll", "__ll"),  # full-width letters are not ASCII
+        ("a\u0661", "a_"),  # nor are other digits
+    ],
+)
+def test_normalize_identifier(name: str, identifier: str) -> None:
+    assert normalize_identifier(name) == identifier
+
+
+def _mcp_output(structured: Any = None) -> dict[str, Any]:
+    properties: dict[str, Any] = {
+        "content": {"type": "array", "items": {"type": "object"}},
+        "isError": {"type": "boolean"},
+        "_meta": {"type": "object"},
+    }
+    if structured is not None:
+        properties["structuredContent"] = structured
+    return {"type": "object", "properties": properties, "required": ["content"]}
+
+
+def test_mcp_detection() -> None:
+    assert is_mcp_call_tool_result(_mcp_output())
+    assert mcp_structured_content_schema(_mcp_output()) is True
+    assert mcp_structured_content_schema(_mcp_output({"type": "string"})) == {"type": "string"}
+    broken: Any
+    for broken in (
+        {"properties": {}},
+        None,
+        {"type": "object"},
+        _mcp_output() | {"properties": {"content": {"type": "array"}}},
+    ):
+        assert not is_mcp_call_tool_result(broken)
+    no_meta = _mcp_output()
+    del no_meta["properties"]["_meta"]
+    assert not is_mcp_call_tool_result(no_meta)
+    bad_is_error = _mcp_output()
+    bad_is_error["properties"]["isError"] = {"type": "string"}
+    assert not is_mcp_call_tool_result(bad_is_error)
+
+
+def _tool(
+    name: str = "get_weather",
+    *,
+    kind: ToolKind = ToolKind.FUNCTION,
+    input_schema: dict[str, Any] | None = None,
+    output_schema: dict[str, Any] | None = None,
+) -> ToolDefinition:
+    return ToolDefinition(
+        name=name,
+        tool_name=ToolName(name),
+        description="d",
+        kind=kind,
+        input_schema=input_schema,
+        output_schema=output_schema,
+    )
+
+
+def test_tool_declaration_function() -> None:
+    tool = _tool(
+        "hidden-dynamic-tool",
+        input_schema={
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+            "additionalProperties": False,
+        },
+        output_schema={
+            "type": "object",
+            "properties": {"ok": {"type": "boolean"}},
+            "required": ["ok"],
+        },
+    )
+    assert tool_declaration(tool) == (
+        "declare const tools: { hidden_dynamic_tool(args: { city: string; }): "
+        "Promise<{ ok: boolean; }>; };"
+    )
+
+
+def test_tool_declaration_without_schemas() -> None:
+    assert (
+        tool_declaration(_tool("foo"))
+        == "declare const tools: { foo(args: unknown): Promise<unknown>; };"
+    )
+
+
+def test_tool_declaration_freeform_ignores_input_schema() -> None:
+    tool = _tool("apply_patch", kind=ToolKind.FREEFORM, input_schema={"type": "object"})
+    assert (
+        tool_declaration(tool)
+        == "declare const tools: { apply_patch(input: string): Promise<unknown>; };"
+    )
+
+
+def test_tool_declaration_mcp_output() -> None:
+    plain = _tool("search", output_schema=_mcp_output())
+    assert tool_declaration(plain).endswith("Promise<CallToolResult>; };")
+    typed = _tool(
+        "search",
+        output_schema=_mcp_output({"type": "object", "properties": {"n": {"type": "integer"}}}),
+    )
+    assert tool_declaration(typed).endswith("Promise<CallToolResult<{ n?: number; }>>; };")
+    refs = _mcp_output({"$ref": "#/$defs/R"})
+    refs["$defs"] = {"R": {"type": "array", "items": {"type": "string"}}}
+    assert tool_declaration(_tool("s", output_schema=refs)).endswith(
+        "Promise<CallToolResult<Array<string>>>; };"
+    )
+
+
+def test_tool_declaration_multi_line() -> None:
+    tool = _tool(
+        "weather_tool",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "weather": {
+                    "type": "array",
+                    "description": "look up weather for a given list of locations",
+                    "items": {
+                        "type": "object",
+                        "properties": {"location": {"type": "string"}},
+                        "required": ["location"],
+                    },
+                }
+            },
+            "required": ["weather"],
+        },
+        output_schema={
+            "type": "object",
+            "properties": {
+                "forecast": {"type": "string", "description": "human readable weather forecast"}
+            },
+            "required": ["forecast"],
+        },
+    )
+    assert tool_declaration(tool) == (
+        "declare const tools: { weather_tool(args: {\n"
+        "  // look up weather for a given list of locations\n"
+        "  weather: Array<{ location: string; }>;\n"
+        "}): Promise<{\n"
+        "  // human readable weather forecast\n"
+        "  forecast: string;\n"
+        "}>; };"
+    )
+
+
+def test_mcp_preamble_declares_the_shared_types() -> None:
+    for name in (
+        "Role",
+        "MetaObject",
+        "Annotations",
+        "Icon",
+        "TextResourceContents",
+        "BlobResourceContents",
+        "TextContent",
+        "ImageContent",
+        "AudioContent",
+        "ResourceLink",
+        "EmbeddedResource",
+        "ContentBlock",
+    ):
+        assert f"type {name} =" in MCP_TYPES_PREAMBLE
+    assert "type CallToolResult<TStructured = unknown> = {" in MCP_TYPES_PREAMBLE
+    assert "```" not in MCP_TYPES_PREAMBLE

@@ -1,0 +1,101 @@
+"""Smoke test of the benchmark runner (``bench/``): tiny sizes, structure only.
+
+Timings are not checked here; ``python -m bench.run`` is where they are judged.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import attrs
+
+from bench.ours import isolation_modes
+from bench.run import ALL, QUICK, format_table, run_all, write_results
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TINY = attrs.evolve(
+    QUICK,
+    rounds=1,
+    b1_cells=2,
+    b1_paced_cells=1,
+    b1_gap=0.001,
+    b2_calls=5,
+    b2_reps=1,
+    b3_calls=5,
+    b3_reps=1,
+    b4_reps=2,
+    b5_reps=1,
+    b6_counts=(2,),
+    b6_calls=2,
+)
+
+SUMMARY_KEYS = {"n", "median", "p90", "p99", "mean", "min", "max"}
+
+
+def test_runner_produces_every_benchmark_and_target(tmp_path: Path) -> None:
+    modes = isolation_modes()
+    results = run_all(TINY)
+
+    assert set(results) == {"meta", "benchmarks", "targets"}
+    assert results["meta"]["modes"] == modes
+    benchmarks = results["benchmarks"]
+    assert list(benchmarks) == list(ALL)
+    for bench_id in ("B1", "B2", "B3", "B4", "B5"):
+        result = benchmarks[bench_id]
+        assert result["id"] == bench_id
+        assert result["modes"] == modes
+        assert set(result["baseline"]) == SUMMARY_KEYS
+        assert result["baseline"]["n"] >= 1
+        for mode in modes:
+            assert set(result["ours"][mode]) == SUMMARY_KEYS
+            assert result["ours"][mode]["n"] >= 1
+            assert result["ratio"][mode] > 0
+    for mode in modes:
+        assert benchmarks["B1"]["paced"][mode]["n"] == TINY.b1_paced_cells
+        assert len(benchmarks["B2"]["gaps"]["cdf"][mode]) == 101
+        assert benchmarks["B3"]["vs_b2"][mode] > 0
+        assert not math.isnan(benchmarks["B5"]["excess"][mode])
+    assert benchmarks["B4"]["baseline_confirmed"]["n"] == TINY.b4_reps
+
+    b6 = benchmarks["B6"]
+    assert b6["counts"] == [2]
+    assert b6["sides"] == [*modes, "raw"]
+    for side in b6["sides"]:
+        points = b6["points"][side]
+        assert [point["cells"] for point in points] == [2]
+        assert all(point["ok"] for point in points), points
+        for point in points:
+            assert point["busy"]["completed"] == point["cells"]
+            assert point["idle"]["threads_per_cell"] >= 0
+        assert b6["summary"][side]["largest_ok"] == 2
+
+    targets = results["targets"]
+    assert {target["bench_id"] for target in targets} == set(ALL)
+    assert {target["mode"] for target in targets} == set(modes)
+    for target in targets:
+        assert isinstance(target["passed"], bool)
+        assert target["kind"] in ("target", "aim")
+
+    table = format_table(results)
+    for bench_id in ALL:
+        assert bench_id in table
+    assert "PASS" in table or "FAIL" in table
+
+    written = write_results(results, tmp_path, plots=False)
+    assert sorted(path.name for path in written) == ["results.json", "results.md"]
+    stored = json.loads((tmp_path / "results.json").read_text())
+    assert set(stored["benchmarks"]) == set(ALL)
+    assert "| id |" in (tmp_path / "results.md").read_text()
+
+
+def test_runner_imports_without_matplotlib() -> None:
+    code = (
+        "import sys, bench.run\n"
+        "assert 'matplotlib' not in sys.modules, 'bench.run imported matplotlib'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=60)
