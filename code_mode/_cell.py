@@ -458,27 +458,34 @@ class Cell:
             return
         if self._finished is not None or self._failure is not None:
             return
+        value_json = ""
         if ok:
-            problem = self._check_tool_result(value)
+            value_json, problem = self._encode_tool_result(value)
             if problem is not None:
                 ok, message = False, f"tool `{call.tool_name.display()}` {problem}"
         self._frontier_ready = False
         if ok:
-            self._isolate.send_tool_result(call.runtime_tool_call_id, value)
+            self._isolate.send_tool_result(call.runtime_tool_call_id, value_json)
         else:
             self._isolate.send_tool_error(call.runtime_tool_call_id, message)
 
-    def _check_tool_result(self, value: Any) -> str | None:
+    def _encode_tool_result(self, value: Any) -> tuple[str, str | None]:
+        """The result as JSON text, or a problem that rejects the call instead."""
+        too_deep = (
+            f"returned JSON nested deeper than the limit of {self._config.max_json_depth} "
+            "(RuntimeConfig.max_json_depth)"
+        )
         try:
-            json.dumps(value, allow_nan=False)
+            text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        except RecursionError:
+            return "", too_deep
         except (TypeError, ValueError) as error:
-            return f"returned a value that is not JSON data: {error}"
-        if json_depth_exceeds(value, self._config.max_json_depth):
-            return (
-                f"returned JSON nested deeper than the limit of {self._config.max_json_depth} "
-                "(RuntimeConfig.max_json_depth)"
-            )
-        return None
+            return "", f"returned a value that is not JSON data: {error}"
+        if isinstance(value, dict | list) and json_depth_exceeds(
+            value, self._config.max_json_depth
+        ):
+            return "", too_deep
+        return text, None
 
     def _start_notification(self, text: str) -> None:
         scope = trio.CancelScope()

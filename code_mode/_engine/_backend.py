@@ -16,7 +16,8 @@ only that worker; its cells fail with a clear error and a new worker replaces it
 from __future__ import annotations
 
 import contextlib
-from typing import Protocol
+import threading
+from typing import Any, Protocol
 
 import trio
 
@@ -38,9 +39,10 @@ class IsolateSink(Protocol):
 
 
 class IsolateHandle(Protocol):
-    """Controls one isolate. ``post`` and ``cancel`` never block."""
+    """Controls one isolate. ``post`` and ``cancel`` never block. A ``quiet`` post
+    reports only failures: its success is implied by the next evaluation's."""
 
-    def post(self, code: str, tag: int) -> None: ...
+    def post(self, code: str, tag: int, quiet: bool = False) -> None: ...
 
     def cancel(self, tag: int) -> None: ...
 
@@ -59,13 +61,44 @@ class IsolateBackend(Protocol):
     async def aclose(self) -> None: ...
 
 
+class _ReportQueue:
+    """Hands an isolate thread's reports to the trio thread in order, waking trio
+    once per burst rather than once per report."""
+
+    def __init__(self, token: trio.lowlevel.TrioToken, sink: IsolateSink) -> None:
+        self._token = token
+        self._sink = sink
+        self._lock = threading.Lock()
+        self._reports: list[tuple[Any, ...]] = []
+        self._scheduled = False
+
+    def put(self, report: tuple[Any, ...]) -> None:
+        with self._lock:
+            self._reports.append(report)
+            if self._scheduled:
+                return
+            self._scheduled = True
+        with contextlib.suppress(trio.RunFinishedError):
+            self._token.run_sync_soon(self._drain)
+
+    def _drain(self) -> None:
+        with self._lock:
+            reports, self._reports = self._reports, []
+            self._scheduled = False
+        for report in reports:
+            if len(report) == 1:
+                self._sink.on_batch(report[0])
+            else:
+                self._sink.on_task(*report)
+
+
 class _ThreadIsolate:
     def __init__(self, native: NativeIsolate, worker: BlockingWorker) -> None:
         self._native = native
         self._worker = worker
 
-    def post(self, code: str, tag: int) -> None:
-        self._native.post(code, tag)
+    def post(self, code: str, tag: int, quiet: bool = False) -> None:
+        self._native.post(code, tag, quiet)
 
     def cancel(self, tag: int) -> None:
         self._native.cancel(tag)
@@ -86,15 +119,13 @@ class ThreadBackend:
     async def create_isolate(
         self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
     ) -> IsolateHandle:
-        token = trio.lowlevel.current_trio_token()
+        reports = _ReportQueue(trio.lowlevel.current_trio_token(), sink)
 
         def on_batch(text: str | None) -> None:
-            with contextlib.suppress(trio.RunFinishedError):
-                token.run_sync_soon(sink.on_batch, text)
+            reports.put((text,))
 
         def on_task(tag: int, outcome: str, detail: str) -> None:
-            with contextlib.suppress(trio.RunFinishedError):
-                token.run_sync_soon(sink.on_task, tag, outcome, detail)
+            reports.put((tag, outcome, detail))
 
         def build() -> NativeIsolate:
             return NativeIsolate(

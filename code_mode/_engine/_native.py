@@ -53,6 +53,13 @@ TASK_ERROR: Final = "error"
 TASK_OOM: Final = "oom"
 TASK_TERMINATED: Final = "terminated"
 
+#: V8 flags, read once per process by whoever initialises mini-racer first.
+#: ``--single-threaded`` is mini-racer's default (no V8 worker threads).
+#: ``--no-lazy`` compiles functions when their script is compiled instead of on first
+#: call: the prelude is compiled once per isolate, ahead of time in the warm pool, so a
+#: cell no longer pays for compiling the runtime's start path (about 1 ms per cell).
+V8_FLAGS = ("--single-threaded", "--no-lazy")
+
 _dll: Any = None
 _dll_lock = threading.Lock()
 # V8 initialises parts of its allocator lazily, inside the first isolate creation, and
@@ -66,7 +73,7 @@ def _library() -> Any:
     global _dll
     with _dll_lock:
         if _dll is None:
-            _dll = init_mini_racer(ignore_duplicate_init=True)
+            _dll = init_mini_racer(flags=V8_FLAGS, ignore_duplicate_init=True)
         return _dll
 
 
@@ -117,6 +124,7 @@ class NativeIsolate:
         self._setup_done = threading.Condition()
         self._next_tag = _FIRST_TAG
         self._tasks: dict[int, int] = {}  # tag -> mini-racer task id, while in flight
+        self._quiet: set[int] = set()  # tags whose success is not reported
         self._keep: list[Any] = []  # raw handles that must live as long as the context
         self._callback = MR_CALLBACK(self._on_callback)
         with _context_lock:
@@ -163,24 +171,28 @@ class NativeIsolate:
 
     # -- the two paths ----------------------------------------------------------
 
-    def _post(self, code: str, tag: int | None = None) -> int:
+    def _post(self, code: str, tag: int | None = None, quiet: bool = False) -> int:
         if tag is None:
             with self._lock:
                 tag = self._next_tag
                 self._next_tag += 1
+        if quiet:
+            self._quiet.add(tag)
         handle = self._string_value(code)
         self._tasks[tag] = int(self._dll.mr_eval(self._ctx, handle, tag))
         self._dll.mr_free_value(self._ctx, handle)
         return tag
 
-    def post(self, code: str, tag: int) -> None:
+    def post(self, code: str, tag: int, quiet: bool = False) -> None:
         """Queue ``code`` for evaluation on the isolate thread under ``tag`` (at least
-        16, unique per isolate); its outcome reaches ``on_task``. Never blocks."""
+        16, unique per isolate); its outcome reaches ``on_task``, except the plain
+        success of a ``quiet`` one (the caller learns of it from a later evaluation:
+        the isolate runs them in order). Never blocks."""
         if self._closed:
             raise NativeIsolateError("isolate is closed")
         if tag < _FIRST_TAG:
             raise ValueError("evaluation tags start at 16")
-        self._post(code, tag)
+        self._post(code, tag, quiet)
 
     def cancel(self, tag: int) -> None:
         """Interrupt the evaluation ``tag`` if it is running (V8 terminate-execution);
@@ -260,6 +272,10 @@ class NativeIsolate:
         self._dll.mr_free_value(self._ctx, raw)
         if outcome != TASK_OOM and self._dll.mr_hard_memory_limit_reached(self._ctx):
             outcome = TASK_OOM
+        if tag in self._quiet:
+            self._quiet.discard(tag)
+            if outcome == TASK_OK:
+                return
         self._on_task(tag, outcome, detail)
 
     # -- teardown (blocking) ----------------------------------------------------

@@ -244,8 +244,11 @@ class RemoteIsolate:
         self._worker = worker
         self._id = isolate_id
 
-    def post(self, code: str, tag: int) -> None:
-        self._worker.send({"op": "post", "id": self._id, "tag": tag}, code)
+    def post(self, code: str, tag: int, quiet: bool = False) -> None:
+        header: dict[str, Any] = {"op": "post", "id": self._id, "tag": tag}
+        if quiet:
+            header["quiet"] = True
+        self._worker.send(header, code)
 
     def cancel(self, tag: int) -> None:
         self._worker.send({"op": "cancel", "id": self._id, "tag": tag})

@@ -104,7 +104,7 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
                 with lock:
                     native = isolates.get(isolate_id)
                 if native is not None and body is not None:
-                    native.post(body, int(header["tag"]))
+                    native.post(body, int(header["tag"]), bool(header.get("quiet")))
             elif op == "cancel":
                 with lock:
                     native = isolates.get(isolate_id)

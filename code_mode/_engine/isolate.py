@@ -55,7 +55,8 @@ class Isolate:
         self._token = trio.lowlevel.current_trio_token()
         self._outbox: list[str] = []
         self._post_scheduled = False
-        self._in_flight: set[int] = set()  # tags of evaluations not yet ended
+        self._in_flight: set[int] = set()  # probes (reported) not yet ended
+        self._quiet_in_flight: set[int] = set()  # commands (success unreported)
         self._terminating = False
         self._drained: trio.Event | None = None
         self._drain_tag = -1
@@ -72,13 +73,17 @@ class Isolate:
             max_message_chars=self._config.max_message_bytes,
         )
 
-    def _post(self, code: str) -> int:
+    def _post(self, code: str, *, quiet: bool = False) -> int:
         assert self._native is not None
         tag = self._next_tag
         self._next_tag += 1
-        self._in_flight.add(tag)
-        self._native.post(code, tag)
+        (self._quiet_in_flight if quiet else self._in_flight).add(tag)
+        self._native.post(code, tag, quiet)
         return tag
+
+    def _cancel_all(self, native: IsolateHandle) -> None:
+        for tag in [*self._quiet_in_flight, *self._in_flight]:
+            native.cancel(tag)
 
     def start(
         self,
@@ -114,8 +119,7 @@ class Isolate:
             return
         self._terminating = True
         self._outbox.clear()
-        for tag in list(self._in_flight):
-            native.cancel(tag)
+        self._cancel_all(native)
         self._drained = trio.Event()
         self._drain_tag = self._post(PROBE)
         with trio.move_on_after(DRAIN_TIMEOUT):
@@ -129,8 +133,7 @@ class Isolate:
             return
         self._terminating = True
         self._outbox.clear()
-        for tag in list(self._in_flight):
-            native.cancel(tag)
+        self._cancel_all(native)
 
     async def close(self) -> None:
         """Free the isolate (stops any JavaScript still running, joins its thread)."""
@@ -146,19 +149,26 @@ class Isolate:
 
     # -- commands ------------------------------------------------------------------
 
-    def send_tool_result(self, call_id: str, value: Any) -> None:
-        self._send({"t": "result", "id": call_id, "ok": True, "value": value})
+    def send_tool_result(self, call_id: str, value_json: str) -> None:
+        """Resolve ``call_id`` with a value already encoded as JSON text (encoded once,
+        by the caller that also checked it)."""
+        self._send_text(
+            '{"t":"result","id":' + json.dumps(call_id) + ',"ok":true,"value":' + value_json + "}"
+        )
 
     def send_tool_error(self, call_id: str, message: str) -> None:
         self._send({"t": "result", "id": call_id, "ok": False, "message": message})
 
     def send_timer_fired(self, timer_id: int) -> None:
-        self._send({"t": "fire", "id": timer_id})
+        self._send_text('{"t":"fire","id":' + str(int(timer_id)) + "}")
 
     def _send(self, command: dict[str, Any]) -> None:
+        self._send_text(json.dumps(command, ensure_ascii=False, allow_nan=False))
+
+    def _send_text(self, command: str) -> None:
         if self._closed or self._terminating or self._failed:
             return
-        self._outbox.append(json.dumps(command, ensure_ascii=False, allow_nan=False))
+        self._outbox.append(command)
         if not self._post_scheduled:
             self._post_scheduled = True
             self._token.run_sync_soon(self._post_outbox)
@@ -171,7 +181,9 @@ class Isolate:
             return
         batch = "[" + ",".join(self._outbox) + "]"
         self._outbox.clear()
-        self._post(f"__code_mode_recv({json.dumps(batch)})")
+        # The command's success is implied by the probe's, which the isolate runs
+        # next, after draining microtasks: one report per batch instead of two.
+        self._post(f"__code_mode_recv({json.dumps(batch)})", quiet=True)
         self._post(PROBE)
 
     # -- IsolateSink: reports from the isolate (on the trio thread) ----------------
@@ -184,6 +196,7 @@ class Isolate:
 
     def on_crash(self, message: str) -> None:
         self._in_flight.clear()
+        self._quiet_in_flight.clear()
         if self._drained is not None:
             self._drained.set()
         if not (self._closed or self._terminating or self._failed):
@@ -212,6 +225,10 @@ class Isolate:
 
     def _on_task(self, tag: int, outcome: str, detail: str) -> None:
         self._in_flight.discard(tag)
+        self._quiet_in_flight.discard(tag)
+        if outcome == TASK_OK:
+            # Every command posted before this probe has run.
+            self._quiet_in_flight = {quiet for quiet in self._quiet_in_flight if quiet > tag}
         if self._closed:
             return
         if tag == self._drain_tag and self._drained is not None:
@@ -239,7 +256,6 @@ class Isolate:
         self._failed = True
         self._outbox.clear()
         if self._native is not None:
-            for tag in list(self._in_flight):
-                self._native.cancel(tag)
+            self._cancel_all(self._native)
         if self._listener is not None:
             self._listener.on_engine_failure(message)
