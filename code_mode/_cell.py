@@ -154,6 +154,7 @@ class Cell:
 
         self._finished: Finished | None = None
         self._failure: str | None = None
+        self._accept_output = True
         self._terminate_requested = False
         self._completion: Completed | None = None
 
@@ -342,15 +343,26 @@ class Cell:
     # EngineListener: what the isolate reports (synchronous, trio thread)
 
     def on_engine_event(self, event: EngineEvent) -> None:
-        if self.phase is not Phase.RUNNING and not isinstance(event, Output):
-            return
-        if self._finished is not None or self._failure is not None:
+        if isinstance(event, Output):
+            # Output is kept until the outcome is settled, including what a failed
+            # or terminated program had queued and the isolate hands over late.
+            if not self._accept_output or self.phase in (
+                Phase.COMPLETED,
+                Phase.CLAIMED,
+                Phase.CLOSED,
+            ):
+                return
+        elif (
+            self.phase is not Phase.RUNNING
+            or self._finished is not None
+            or self._failure is not None
+        ):
             return
         if isinstance(event, Output):
             self._buffer.append(event.item)
             self._buffer_bytes += event.size
             if self._buffer_bytes > self._config.max_output_bytes:
-                self.on_engine_failure(
+                self._breach(
                     f"exec cell exceeded its limit of {self._config.max_output_bytes} "
                     "buffered output bytes (RuntimeConfig.max_output_bytes)"
                 )
@@ -367,7 +379,7 @@ class Cell:
             self._start_notification(event.text)
         elif isinstance(event, TimerSet):
             if len(self._timers) >= self._config.max_pending_timers:
-                self.on_engine_failure(
+                self._breach(
                     f"code mode cell exceeded its limit of {self._config.max_pending_timers} "
                     "pending timers (RuntimeConfig.max_pending_timers)"
                 )
@@ -393,9 +405,18 @@ class Cell:
             self._frontier_ready = True
 
     def on_engine_failure(self, message: str) -> None:
+        """The engine failed (out of memory, crash, protocol violation): output the
+        program had queued before that point is still handed over by the drain."""
         if self._failure is None and self._finished is None:
             self._failure = message
             self._wake.set()
+
+    def _breach(self, message: str) -> None:
+        """The cell saw a limit broken at this point of the message stream: the
+        program ends here, and nothing it produced after this point is kept."""
+        if self._failure is None and self._finished is None:
+            self._accept_output = False
+            self.on_engine_failure(message)
 
     def _on_yield_requested(self) -> None:
         observer = self._observer
@@ -420,7 +441,7 @@ class Cell:
 
     def _start_tool_call(self, event: ToolCallRequested) -> None:
         if len(self._tool_scopes) >= self._config.max_outstanding_tool_calls:
-            self.on_engine_failure(
+            self._breach(
                 f"exec cell exceeded its limit of {self._config.max_outstanding_tool_calls} "
                 "outstanding tool calls (RuntimeConfig.max_outstanding_tool_calls)"
             )

@@ -43,6 +43,14 @@ logger = logging.getLogger("code_mode")
 _CLOSING: Final = "closing"
 
 
+def _compact_json(value: JSON) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _utf16_length(text: str) -> int:
+    return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
+
+
 @attrs.frozen(eq=False)
 class StartedCell:
     """An admitted cell. Not awaiting :meth:`initial_event` does not stop it."""
@@ -259,7 +267,11 @@ class SessionRuntime:
             return None
         merged = dict(self._stored)
         merged.update(writes)
-        size = sum(len(key) + len(json.dumps(value)) for key, value in merged.items())
+        # Counted as the isolate counts them: compact JSON text, in UTF-16 code units.
+        size = sum(
+            _utf16_length(key) + _utf16_length(_compact_json(value))
+            for key, value in merged.items()
+        )
         if len(merged) > self._config.max_stored_entries or size > self._config.max_stored_bytes:
             return (
                 "code mode session storage exceeds its limit of "

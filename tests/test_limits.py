@@ -12,7 +12,6 @@ import inspect
 import itertools
 
 import attrs
-import pytest
 import trio
 
 from code_mode import (
@@ -87,11 +86,6 @@ async def test_memory_limit(isolation: str) -> None:
         assert event == Completed([Text("1000")])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Isolate._on_batch drops the batch the terminate-drain brings back once the "
-    "isolate has failed: output the program had queued (not yet flushed) is lost",
-)
 async def test_output_before_a_memory_limit_breach_is_kept(isolation: str) -> None:
     limits = config(isolation, memory_limit_bytes=32 * MiB)
     async with SessionRuntime(GateDelegate(), limits) as runtime:
@@ -253,12 +247,6 @@ async def test_stored_bytes_limit(isolation: str) -> None:
         await assert_carries_on(runtime)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the isolate counts compact JSON text (UTF-16 units), the host counts "
-    "json.dumps() text (with ', '/': ' separators and \\u escapes): a store the cell "
-    "accepted fails at commit",
-)
 async def test_stored_bytes_are_counted_alike_in_the_cell_and_on_the_host(
     isolation: str,
 ) -> None:
@@ -427,11 +415,6 @@ async def test_json_depth_of_tool_results(isolation: str) -> None:
         await assert_carries_on(runtime)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Cell._check_tool_result runs json.dumps before the (iterative) depth check: a "
-    "RecursionError escapes and crashes the session",
-)
 async def test_a_tool_result_too_deep_for_json_dumps_fails_only_the_call(
     isolation: str,
 ) -> None:

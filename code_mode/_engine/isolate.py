@@ -21,7 +21,7 @@ import trio
 
 from .._config import RuntimeConfig
 from ._backend import IsolateBackend, IsolateHandle
-from ._bridge import EngineEvent, MessageValidator, ProtocolViolation
+from ._bridge import EngineEvent, MessageValidator, Output, ProtocolViolation
 from ._native import FIRST_PROGRAM_TAG, TASK_ERROR, TASK_OK, TASK_OOM, TASK_TERMINATED
 
 PROBE = '__code_mode_recv("[]")'
@@ -204,8 +204,10 @@ class Isolate:
         self._native = None  # nothing left to cancel or close
 
     def _on_batch(self, text: str | None) -> None:
-        if self._closed or self._failed or self._listener is None:
+        if self._closed or self._listener is None:
             return
+        if self._failed and self._drained is None:
+            return  # after a failure, only the terminate drain's output is wanted
         assert self._validator is not None
         if text is None:
             self._fail(
@@ -219,8 +221,10 @@ class Isolate:
             self._fail(f"exec runtime sent an invalid message: {violation}")
             return
         for event in events:
-            if self._failed or self._closed:
+            if self._closed:
                 return
+            if self._failed and not isinstance(event, Output):
+                continue
             self._listener.on_engine_event(event)
 
     def _on_task(self, tag: int, outcome: str, detail: str) -> None:

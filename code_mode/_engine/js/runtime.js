@@ -54,6 +54,7 @@ const rtGlobal = globalThis;
 const rtUint16Array = Uint16Array;
 const rtInt32Array = Int32Array;
 const rtArrayBuffer = ArrayBuffer;
+const rtDateNow = Date.now;
 const rtObjectSetPrototypeOf = Object.setPrototypeOf;
 // What `then` on the program's promise uses as its species (see rtStart).
 const RT_SPECIES = rtObjectFreeze({ __proto__: null, [Symbol.species]: Promise });
@@ -103,6 +104,8 @@ function rtWrite(s) {
   }
 }
 
+let rtLastFlush = 0; // when output last went out because of the quiet-millisecond rule
+
 function rtFlush() {
   if (rtQueue.length === 0) return;
   // The queue is cleared only once the batch is out: if termination interrupts the
@@ -128,7 +131,18 @@ function rtSendRaw(json, urgent) {
   }
   rtReflectApply(rtArrayPush, rtQueue, [json]);
   rtQueueChars += json.length;
-  if (urgent || rtQueue.length >= RT_FLUSH_AT || rtQueueChars >= RT_FLUSH_CHARS) rtFlush();
+  if (urgent || rtQueue.length >= RT_FLUSH_AT || rtQueueChars >= RT_FLUSH_CHARS) {
+    rtFlush();
+    return;
+  }
+  // Output also goes out at once after a quiet millisecond, so a program that then
+  // spins or dies (memory limit) has handed over what it printed; bursts of output
+  // still travel together.
+  const now = rtDateNow();
+  if (now - rtLastFlush >= 1) {
+    rtLastFlush = now;
+    rtFlush();
+  }
 }
 
 // `message` is a fresh object of the runtime's; without a prototype, a program's
