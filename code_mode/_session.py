@@ -95,7 +95,8 @@ class SessionRuntime:
         self._nursery_manager: AbstractAsyncContextManager[trio.Nursery] | None = None
         self._nursery: trio.Nursery | None = None
         self._engine_nursery_manager: AbstractAsyncContextManager[trio.Nursery] | None = None
-        self._worker = BlockingWorker()
+        self._worker = BlockingWorker("code-mode-create")
+        self._disposer = BlockingWorker("code-mode-dispose")
         self._pool: ProcessPool | None = None
         self._warm: WarmIsolates | None = None
         self._host: CellHost | None = None
@@ -121,7 +122,8 @@ class SessionRuntime:
                 backend = self._pool
             else:
                 self._worker.start()
-                backend = ThreadBackend(self._worker)
+                self._disposer.start()
+                backend = ThreadBackend(self._worker, self._disposer)
             if self._config.warm_isolates > 0:
                 self._warm = WarmIsolates(
                     backend,
@@ -182,6 +184,7 @@ class SessionRuntime:
             if self._pool is not None:
                 await self._pool.aclose()
             await self._worker.aclose()
+            await self._disposer.aclose()
 
     def is_alive(self) -> bool:
         """True from entering the block until shutdown or exit begins; never again."""

@@ -93,9 +93,9 @@ class _ReportQueue:
 
 
 class _ThreadIsolate:
-    def __init__(self, native: NativeIsolate, worker: BlockingWorker) -> None:
+    def __init__(self, native: NativeIsolate, disposer: BlockingWorker) -> None:
         self._native = native
-        self._worker = worker
+        self._disposer = disposer
 
     def post(self, code: str, tag: int, quiet: bool = False) -> None:
         self._native.post(code, tag, quiet)
@@ -104,17 +104,20 @@ class _ThreadIsolate:
         self._native.cancel(tag)
 
     async def close(self) -> None:
-        await self._worker.run(self._native.close)
+        await self._disposer.run(self._native.close)
 
 
 class ThreadBackend:
     """Isolates on their own threads in this process (``RuntimeConfig.isolation =
-    "thread"``). Creating and closing them block, so they run on the session's
-    :class:`BlockingWorker`; reports are handed to the trio thread with
+    "thread"``). Creating and closing them block, so they run on two session-owned
+    :class:`BlockingWorker` threads, one each: closing an isolate may wait for
+    JavaScript stuck in a builtin that ignores terminate-execution, and that must not
+    hold up new cells. Reports are handed to the trio thread with
     ``TrioToken.run_sync_soon``."""
 
-    def __init__(self, worker: BlockingWorker) -> None:
-        self._worker = worker
+    def __init__(self, creator: BlockingWorker, disposer: BlockingWorker) -> None:
+        self._worker = creator
+        self._disposer = disposer
 
     async def create_isolate(
         self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
@@ -135,7 +138,7 @@ class ThreadBackend:
                 on_task=on_task,
             )
 
-        return _ThreadIsolate(await self._worker.run(build), self._worker)
+        return _ThreadIsolate(await self._worker.run(build), self._disposer)
 
     async def aclose(self) -> None:
         return None

@@ -64,8 +64,9 @@ _dll: Any = None
 _dll_lock = threading.Lock()
 # V8 initialises parts of its allocator lazily, inside the first isolate creation, and
 # two threads creating the first isolates of a process at once can trip a fatal check
-# (seen: "Check failed: !IsConfigurablePoolInitialized()"). Creating and freeing
-# contexts is serialised process-wide; each takes about a millisecond.
+# (seen: "Check failed: !IsConfigurablePoolInitialized()"). Creating contexts is
+# serialised process-wide (about a millisecond each). Freeing is not: it may wait for
+# JavaScript stuck in a builtin, and must not hold up new isolates meanwhile.
 _context_lock = threading.Lock()
 
 
@@ -136,8 +137,7 @@ class NativeIsolate:
             self._dll.mr_set_hard_memory_limit(self._ctx, memory_limit_bytes)
             self._install_prelude()
         except BaseException:
-            with _context_lock:
-                self._dll.mr_free_context(self._ctx)
+            self._dll.mr_free_context(self._ctx)
             self._ctx = None
             raise
         self._setup_phase = False
@@ -291,8 +291,7 @@ class NativeIsolate:
             for handle in self._keep:
                 self._dll.mr_free_value(ctx, handle)
             self._keep.clear()
-            with _context_lock:
-                self._dll.mr_free_context(ctx)
+            self._dll.mr_free_context(ctx)
 
 
 def live_isolate_count() -> int:

@@ -57,7 +57,10 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
     writer = _Writer(stdout)
     isolates: dict[int, NativeIsolate] = {}
     lock = threading.Lock()
-    blocking = ThreadPoolExecutor(max_workers=2, thread_name_prefix="code-mode-worker")
+    # Separate threads for creating and closing: closing may wait for JavaScript stuck
+    # in a builtin, and must not hold up new isolates.
+    creating = ThreadPoolExecutor(max_workers=1, thread_name_prefix="code-mode-create")
+    closing = ThreadPoolExecutor(max_workers=2, thread_name_prefix="code-mode-close")
 
     def create(isolate_id: int, memory: int, max_message: int) -> None:
         def on_batch(text: str | None) -> None:
@@ -111,12 +114,13 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
                 if native is not None:
                     native.cancel(int(header["tag"]))
             elif op == "create":
-                blocking.submit(
+                creating.submit(
                     create, isolate_id, int(header["memory"]), int(header["max_message"])
                 )
             elif op == "close":
-                blocking.submit(close, isolate_id)
-    blocking.shutdown(wait=True)
+                closing.submit(close, isolate_id)
+    creating.shutdown(wait=True)
+    closing.shutdown(wait=True)
     with lock:
         remaining = list(isolates.values())
         isolates.clear()

@@ -191,11 +191,6 @@ def test_the_corpus_is_big_and_covers_every_category() -> None:
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="disposing of an isolate waits for a builtin that ignores terminate-execution, "
-    "and isolate creation waits for disposals: new cells stall until the builtin ends",
-)
 async def test_an_isolate_stuck_in_a_builtin_does_not_hold_up_new_cells(isolation: str) -> None:
     # Array.prototype.sort on a huge holey array runs in C++ without interrupt checks:
     # terminate() returns at once, but the isolate cannot be disposed of until it ends.
