@@ -296,7 +296,19 @@ async def test_shutdown_terminates_running_cells_and_waits_for_their_close(isola
 
 
 def thread_ids() -> set[str]:
-    return set(os.listdir("/proc/self/task"))
+    """OS threads of this process, except trio's own worker-thread cache: starting a
+    worker process uses ``trio.to_thread`` internally, and trio keeps that thread for
+    reuse by any later caller (it is the cache of the trio run, not of a session)."""
+    ids = set()
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as comm:
+                if comm.read().startswith("Trio thread"):
+                    continue
+        except OSError:
+            continue
+        ids.add(tid)
+    return ids
 
 
 async def no_new_threads(before: set[str]) -> set[str]:

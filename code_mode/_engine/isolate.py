@@ -96,7 +96,7 @@ class Isolate:
         """Run ``source``. ``tools`` lists ``{"ident", "description", "kind"}``."""
         self._listener = listener
         self._validator = MessageValidator(
-            tool_idents=frozenset(tool["ident"] for tool in tools),
+            tool_kinds={tool["ident"]: tool["kind"] for tool in tools},
             max_json_depth=self._config.max_json_depth,
         )
         self._send(
