@@ -4,8 +4,9 @@
 program", "here is the result of ``tool-3``", "timer 2 fired", "terminate", and hears
 back typed events through an :class:`EngineListener`, all on the trio thread.
 
-Commands are coalesced: everything the cell sends during one pass of the trio
-scheduler goes to the isolate as one evaluation, followed by a *probe* evaluation.
+Commands are coalesced: a command goes to the isolate at once when nothing is in
+flight, otherwise it waits for the evaluation in flight to end and goes with every
+other command that arrived meanwhile, as one evaluation followed by a *probe*.
 Because the isolate thread runs posted tasks in order and drains microtasks after each
 one, the probe finishing means every input sent so far has been processed and the
 microtask queue is empty; when no evaluation is left in flight the listener hears
@@ -54,7 +55,6 @@ class Isolate:
         self._validator: MessageValidator | None = None
         self._token = trio.lowlevel.current_trio_token()
         self._outbox: list[str] = []
-        self._post_scheduled = False
         self._in_flight: set[int] = set()  # probes (reported) not yet ended
         self._quiet_in_flight: set[int] = set()  # commands (success unreported)
         self._terminating = False
@@ -145,7 +145,7 @@ class Isolate:
     @property
     def idle(self) -> bool:
         """No command is queued or being processed: the program is waiting."""
-        return not self._in_flight and not self._outbox and not self._post_scheduled
+        return not self._in_flight and not self._outbox
 
     # -- commands ------------------------------------------------------------------
 
@@ -169,12 +169,12 @@ class Isolate:
         if self._closed or self._terminating or self._failed:
             return
         self._outbox.append(command)
-        if not self._post_scheduled:
-            self._post_scheduled = True
-            self._token.run_sync_soon(self._post_outbox)
+        if not self._in_flight:
+            self._post_outbox()
+        # Otherwise the batch grows until the probe in flight ends (see _on_task):
+        # commands arriving meanwhile, e.g. many parallel tool results, travel together.
 
     def _post_outbox(self) -> None:
-        self._post_scheduled = False
         native = self._native
         if not self._outbox or native is None or self._terminating or self._failed:
             self._outbox.clear()
@@ -253,7 +253,9 @@ class Isolate:
             self._fail("exec runtime ended unexpectedly")
             return
         assert outcome == TASK_OK
-        if self.idle and self._listener is not None:
+        if self._outbox and not self._in_flight:
+            self._post_outbox()
+        elif self.idle and self._listener is not None:
             self._listener.on_engine_idle()
 
     def _fail(self, message: str) -> None:
