@@ -374,3 +374,42 @@ async def test_16_terminate_interrupts_code_that_never_yields(source: str, isola
         # The latency itself is measured by benchmark B4; here a generous bound only.
         with trio.fail_after(1):
             assert await runtime.terminate(started.cell_id) == Terminated([])
+
+
+async def test_a_nested_call_that_never_returns_cannot_delay_a_yield(isolation: str) -> None:
+    delegate = GateDelegate()
+    async with SessionRuntime(delegate, config(isolation)) as runtime:
+        source = 'text("asked"); await tools.block(); text("never");'
+        started = await runtime.execute(request(source, ["block"]), YieldAfter(0.05))
+        with trio.fail_after(SAFETY):  # hang guard; the deadline itself is 50 ms
+            assert await started.initial_event() == Yielded([Text("asked")])
+            assert await runtime.observe(started.cell_id, YieldAfter(0.05)) == Yielded([])
+        assert delegate.cancelled == []  # the call is still in flight, unharmed
+        assert await runtime.terminate(started.cell_id) == Terminated([])
+        assert delegate.cancelled == ["tool-1"]
+
+
+async def test_an_unobserved_cell_keeps_dispatching_sequential_calls(isolation: str) -> None:
+    delegate = GateDelegate()
+    async with SessionRuntime(delegate, config(isolation)) as runtime:
+        source = """
+            yield_control();
+            let sum = 0;
+            for (let i = 1; i <= 20; i++) sum += (await tools.echo({ i })).i;
+            text(sum);
+        """
+        started = await runtime.execute(request(source, ["echo"]), YieldAfter(60))
+        assert await started.initial_event() == Yielded([])
+        # Nobody observes now: the program must still run every call to the end.
+        cell = runtime._cell(started.cell_id)
+        assert cell is not None
+        with trio.fail_after(SAFETY):
+            await cell.wait_for_phase(Phase.COMPLETED)
+        calls = []
+        while True:
+            try:
+                calls.append(delegate.started.receive_nowait().runtime_tool_call_id)
+            except trio.WouldBlock:
+                break
+        assert calls == [f"tool-{i}" for i in range(1, 21)]
+        assert await runtime.observe(started.cell_id, YieldAfter(60)) == Completed([Text("210")])
