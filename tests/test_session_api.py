@@ -319,7 +319,9 @@ async def no_new_threads(before: set[str]) -> set[str]:
     few microseconds more. This only waits out that window (threads that are really
     left behind never leave); the caller asserts the result is empty.
     """
-    with trio.move_on_after(2):
+    # 12 s also outlasts trio's thread cache (idle threads exit after 10 s), whose
+    # threads are only recognisable once they have named themselves.
+    with trio.move_on_after(12):
         while thread_ids() - before:  # noqa: ASYNC110 - the kernel gives no event to wait on
             await trio.sleep(0.001)
     return thread_ids() - before

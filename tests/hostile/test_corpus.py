@@ -93,7 +93,9 @@ async def settle(check: object, before: set[str]) -> set[str]:
     """What ``check()`` lists now and did not before, after a bounded wait: a joined
     thread (or reaped child) can stay listed in /proc for a moment longer."""
     assert callable(check)
-    with trio.move_on_after(2):
+    # 12 s also outlasts trio's thread cache (idle threads exit after 10 s), whose
+    # threads are only recognisable once they have named themselves.
+    with trio.move_on_after(12):
         while check() - before:  # noqa: ASYNC110 - /proc gives no event to wait on
             await trio.sleep(0.001)
     new: set[str] = check() - before
