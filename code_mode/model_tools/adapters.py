@@ -250,14 +250,14 @@ def openai_wait_output(
 # --- Anthropic Messages API -------------------------------------------------------
 
 
-def anthropic_exec_tool(
+def _json_exec_tool(
     tools: Sequence[ToolDefinition],
-    *,
-    namespace_descriptions: Mapping[str, NamespaceDescription] | None = None,
-    deferred: bool = False,
+    schema_key: str,
+    namespace_descriptions: Mapping[str, NamespaceDescription] | None,
+    deferred: bool,
 ) -> dict[str, Any]:
-    """``exec`` as an Anthropic tool taking ``{"code": string}`` (the API has no
-    free-text tools); read the source back with :func:`exec_source_from_arguments`."""
+    """``exec`` for APIs without free-text tools: the source travels as ``code``; the
+    APIs differ only in the name of the schema key."""
     return {
         "name": EXEC_TOOL_NAME,
         "description": exec_description(
@@ -266,8 +266,19 @@ def anthropic_exec_tool(
             deferred=deferred,
             code_argument=EXEC_CODE_ARGUMENT,
         ),
-        "input_schema": exec_json_parameters(),
+        schema_key: exec_json_parameters(),
     }
+
+
+def anthropic_exec_tool(
+    tools: Sequence[ToolDefinition],
+    *,
+    namespace_descriptions: Mapping[str, NamespaceDescription] | None = None,
+    deferred: bool = False,
+) -> dict[str, Any]:
+    """``exec`` as an Anthropic tool taking ``{"code": string}`` (the API has no
+    free-text tools); read the source back with :func:`exec_source_from_arguments`."""
+    return _json_exec_tool(tools, "input_schema", namespace_descriptions, deferred)
 
 
 def anthropic_wait_tool() -> dict[str, Any]:
@@ -329,16 +340,7 @@ def mcp_exec_tool(
     deferred: bool = False,
 ) -> dict[str, Any]:
     """``exec`` as an MCP tool definition taking ``{"code": string}``."""
-    return {
-        "name": EXEC_TOOL_NAME,
-        "description": exec_description(
-            tools,
-            namespace_descriptions=namespace_descriptions,
-            deferred=deferred,
-            code_argument=EXEC_CODE_ARGUMENT,
-        ),
-        "inputSchema": exec_json_parameters(),
-    }
+    return _json_exec_tool(tools, "inputSchema", namespace_descriptions, deferred)
 
 
 def mcp_wait_tool() -> dict[str, Any]:
