@@ -199,7 +199,19 @@ class Cell:
                 raise RuntimeFailure(str(error), self.id) from None
             self._isolate = isolate
             isolate.start(self, source=self._request.source, tools=tools_payload, stored=stored)
+            self._on_started()
         return observer
+
+    def _on_started(self) -> None:
+        """The start command is on its way to an isolate that is created and idle, so
+        the program starts now (give or take a thread wake-up): a yield window counts
+        from here, not from ``execute`` (which may have waited for the isolate). The
+        isolate's own ``started`` message travels with its first batch of output and
+        only confirms the order of the message stream."""
+        self._started = True
+        observer = self._observer
+        if observer is not None and isinstance(observer.mode, YieldAfter):
+            self._arm(observer)
 
     def _check_request(self) -> list[dict[str, str]]:
         size = len(self._request.source.encode("utf-8", "surrogatepass"))
@@ -367,10 +379,7 @@ class Cell:
                     "buffered output bytes (RuntimeConfig.max_output_bytes)"
                 )
         elif isinstance(event, Started):
-            self._started = True
-            observer = self._observer
-            if observer is not None and isinstance(observer.mode, YieldAfter):
-                self._arm(observer)
+            pass  # the cell counts as started from the moment its start was posted
         elif isinstance(event, YieldRequested):
             self._on_yield_requested()
         elif isinstance(event, ToolCallRequested):

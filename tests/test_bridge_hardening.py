@@ -316,10 +316,32 @@ async def test_a_polluted_object_prototype_toJSON_changes_only_the_programs_json
     assert [text for _, _, text in delegate.notifications] == ["note"]
 
 
-async def test_a_forged_message_in_a_batch_delivers_nothing_of_it(isolation: str) -> None:
-    # A batch reaching the host with a forged message in it (as a subverted runtime
-    # would send): no event of that batch is applied, not even the valid tool call
-    # before the forged one, and only this cell fails.
+ECHO_1 = {"t": "tool", "id": "tool-2", "name": "echo", "input": {"ok": 1}}
+
+
+@pytest.mark.parametrize(
+    ("batch", "kept", "error"),
+    [
+        # A forged message (as a subverted runtime would send): no event of its batch
+        # is acted on, not even the valid tool call before it.
+        (
+            [ECHO_1, {"t": "tool", "id": "tool-3", "name": "evil", "input": {}}],
+            [],
+            "tool `evil` is not enabled in exec",
+        ),
+        # Output has no effect on the host: what the program printed before the bad
+        # message in the same batch is kept (but not the tool call beside it).
+        (
+            [{"t": "text", "text": "same batch"}, ECHO_1, ECHO_1, {"t": "text", "text": "x"}],
+            [Text("same batch")],
+            "tool call id 'tool-2' is not fresh",
+        ),
+    ],
+    ids=["forged-tool", "output-then-duplicate"],
+)
+async def test_a_bad_message_in_a_batch_voids_the_rest_of_it(
+    batch: list[dict[str, Any]], kept: list[Text], error: str, isolation: str
+) -> None:
     delegate = RecordingDelegate(gates=("gate",))
     async with SessionRuntime(delegate, config(isolation)) as runtime:
         started = await runtime.execute(
@@ -329,20 +351,13 @@ async def test_a_forged_message_in_a_batch_delivers_nothing_of_it(isolation: str
         await delegate.next_call()
         cell = runtime._cell(started.cell_id)
         assert cell is not None and cell._isolate is not None
-        cell._isolate.on_batch(
-            json.dumps(
-                [
-                    {"t": "tool", "id": "tool-2", "name": "echo", "input": {"ok": 1}},
-                    {"t": "tool", "id": "tool-3", "name": "evil", "input": {}},
-                ]
-            )
-        )
+        cell._isolate.on_batch(json.dumps(batch))
         with trio.fail_after(SAFETY):
             event = await started.initial_event()
         assert event == Completed(
-            [Text("before")],
-            error_text="exec runtime sent an invalid message: tool `evil` is not enabled in exec",
+            [Text("before"), *kept], error_text=f"exec runtime sent an invalid message: {error}"
         )
+        # Only this cell failed.
         assert await run_cell(runtime, 'text("ok")', []) == Completed([Text("ok")])
     assert delegate.calls == [call("gate", {})]
     assert delegate.cancelled == ["tool-1"]

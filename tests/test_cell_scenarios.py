@@ -413,3 +413,16 @@ async def test_an_unobserved_cell_keeps_dispatching_sequential_calls(isolation: 
                 break
         assert calls == [f"tool-{i}" for i in range(1, 21)]
         assert await runtime.observe(started.cell_id, YieldAfter(60)) == Completed([Text("210")])
+
+
+async def test_a_yield_window_counts_from_the_start_while_the_program_computes(
+    isolation: str,
+) -> None:
+    # The program's `started` message only travels with its first batch, which this
+    # program would send after a minute of computing: the window must not wait for it.
+    source = "const t = Date.now(); while (Date.now() - t < 60000) {} text('late');"
+    async with SessionRuntime(GateDelegate(), config(isolation)) as runtime:
+        started = await runtime.execute(request(source), YieldAfter(0.05))
+        with trio.fail_after(SAFETY):  # hang guard; the window itself is 50 ms
+            assert await started.initial_event() == Yielded([])
+            assert await runtime.terminate(started.cell_id) == Terminated([])

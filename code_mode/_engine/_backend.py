@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import trio
@@ -145,11 +146,13 @@ class ThreadBackend:
 
 
 class _SinkSlot:
-    """Forwards reports to a sink chosen after the isolate was created."""
+    """Forwards reports to a sink chosen after the isolate was created, and tells
+    ``on_first_task`` when the isolate has finished its first evaluation."""
 
     def __init__(self) -> None:
         self.target: IsolateSink | None = None
         self.crashed = False
+        self.on_first_task: Callable[[], None] | None = None
 
     def on_batch(self, text: str | None) -> None:
         if self.target is not None:
@@ -158,11 +161,22 @@ class _SinkSlot:
     def on_task(self, tag: int, outcome: str, detail: str) -> None:
         if self.target is not None:
             self.target.on_task(tag, outcome, detail)
+        self.first_task_done()
+
+    def first_task_done(self) -> None:
+        first, self.on_first_task = self.on_first_task, None
+        if first is not None:
+            first()
 
     def on_crash(self, message: str) -> None:
         self.crashed = True
         if self.target is not None:
             self.target.on_crash(message)
+
+
+#: How long a refill waits at most for the cell that took a warm isolate to get through
+#: its start (see :class:`WarmIsolates`).
+REFILL_DELAY = 0.05
 
 
 class WarmIsolates:
@@ -171,6 +185,14 @@ class WarmIsolates:
 
     Each isolate taken is replaced in the background, in the engine nursery. The
     isolates are plain, unstarted ones: a program only ever sees a fresh isolate.
+
+    *When* the replacement is built matters on a small machine: creating an isolate
+    is about 3 ms of CPU on a thread of its own, and doing it at the moment a cell
+    starts competes with that very cell (on 2 cores: the trio thread, the cell's
+    isolate and the new isolate). So a replacement waits until the isolate just taken
+    has finished its first evaluation (the program's synchronous start: a short cell
+    is then done), or for :data:`REFILL_DELAY` at most, or until someone needs an
+    isolate and none is ready; then it is built at once.
     """
 
     def __init__(
@@ -190,21 +212,42 @@ class WarmIsolates:
         self._ready: list[tuple[_SinkSlot, IsolateHandle]] = []
         self._filling = 0
         self._fill_done = trio.Event()
+        self._waiting_fills: list[trio.Event] = []  # go signals of delayed refills
         self._closed = False
 
-    def refill(self) -> None:
+    def refill(self, after: _SinkSlot | None = None) -> None:
+        """Start replacements for missing isolates; with ``after``, each waits for
+        that isolate's first evaluation to end (see the class docstring)."""
         while not self._closed and len(self._ready) + self._filling < self._count:
             self._filling += 1
-            self._nursery.start_soon(self._fill_one)
+            go = trio.Event()
+            if after is None:
+                go.set()
+            else:
+                self._waiting_fills.append(go)
+                previous = after.on_first_task
+                after.on_first_task = _chain(previous, go.set)
+            self._nursery.start_soon(self._fill_one, go)
 
-    async def _fill_one(self) -> None:
+    def _hurry(self) -> None:
+        waiting, self._waiting_fills = self._waiting_fills, []
+        for go in waiting:
+            go.set()
+
+    async def _fill_one(self, go: trio.Event) -> None:
         slot = _SinkSlot()
         try:
-            handle = await self._backend.create_isolate(
-                slot,
-                memory_limit_bytes=self._memory_limit_bytes,
-                max_message_chars=self._max_message_chars,
-            )
+            with trio.move_on_after(REFILL_DELAY):
+                await go.wait()
+            if go in self._waiting_fills:
+                self._waiting_fills.remove(go)
+            handle = None
+            if not self._closed:
+                handle = await self._backend.create_isolate(
+                    slot,
+                    memory_limit_bytes=self._memory_limit_bytes,
+                    max_message_chars=self._max_message_chars,
+                )
         except NativeIsolateError:
             handle = None
         finally:
@@ -225,13 +268,20 @@ class WarmIsolates:
             self._memory_limit_bytes,
             self._max_message_chars,
         )
-        while matches and self._ready:
-            slot, handle = self._ready.pop(0)
-            if slot.crashed:
-                continue
-            slot.target = sink
-            self.refill()
-            return handle
+        while matches:
+            while self._ready:
+                slot, handle = self._ready.pop(0)
+                if slot.crashed:
+                    continue
+                slot.target = sink
+                self.refill(after=slot)
+                return _TakenIsolate(handle, slot)
+            if not self._filling or self._closed:
+                break
+            # A replacement is on its way: build it now and take it, rather than
+            # building a second isolate beside it.
+            self._hurry()
+            await self._fill_done.wait()
         handle = await self._backend.create_isolate(
             sink, memory_limit_bytes=memory_limit_bytes, max_message_chars=max_message_chars
         )
@@ -240,9 +290,40 @@ class WarmIsolates:
 
     async def aclose(self) -> None:
         self._closed = True
+        self._hurry()
         with trio.CancelScope(shield=True):
             while self._filling:
                 await self._fill_done.wait()
             ready, self._ready = self._ready, []
             for _slot, handle in ready:
                 await handle.close()
+
+
+class _TakenIsolate:
+    """A warm isolate handed to a cell. Closing it counts as the end of its first
+    evaluation for the refill (a short cell may be closed before that is reported)."""
+
+    def __init__(self, handle: IsolateHandle, slot: _SinkSlot) -> None:
+        self._handle = handle
+        self._slot = slot
+
+    def post(self, code: str, tag: int, quiet: bool = False) -> None:
+        self._handle.post(code, tag, quiet)
+
+    def cancel(self, tag: int) -> None:
+        self._handle.cancel(tag)
+
+    async def close(self) -> None:
+        self._slot.first_task_done()
+        await self._handle.close()
+
+
+def _chain(first: Callable[[], None] | None, then: Callable[[], None]) -> Callable[[], None]:
+    if first is None:
+        return then
+
+    def both() -> None:
+        first()
+        then()
+
+    return both

@@ -23,7 +23,14 @@ _DETAILS: Final = {detail.value: detail for detail in ImageDetail}
 
 
 class ProtocolViolation(Exception):
-    """A message from the isolate broke the protocol or a limit."""
+    """A message from the isolate broke the protocol or a limit.
+
+    ``events_before`` holds the events of the same batch that came before the bad
+    message (the isolate keeps the output among them)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.events_before: list[EngineEvent] = []
 
 
 @attrs.frozen
@@ -158,7 +165,14 @@ class MessageValidator:
             raise ProtocolViolation(f"malformed message batch: {error}") from None
         if not isinstance(batch, list):
             raise ProtocolViolation("a message batch must be a JSON array")
-        return [self._parse(message) for message in batch]
+        events: list[EngineEvent] = []
+        for message in batch:
+            try:
+                events.append(self._parse(message))
+            except ProtocolViolation as violation:
+                violation.events_before = events
+                raise
+        return events
 
     def _parse(self, message: Any) -> EngineEvent:
         if not isinstance(message, dict):

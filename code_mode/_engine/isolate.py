@@ -215,17 +215,24 @@ class Isolate:
                 f"{self._config.max_message_bytes} characters (RuntimeConfig.max_message_bytes)"
             )
             return
+        violation: ProtocolViolation | None = None
         try:
             events = self._validator.parse_batch(text)
-        except ProtocolViolation as violation:
-            self._fail(f"exec runtime sent an invalid message: {violation}")
-            return
+        except ProtocolViolation as error:
+            # Of a batch with a bad message in it, only the output before that message
+            # counts: the program printed it, and output has no effect on the host.
+            # Nothing else of the batch is acted on (a forged tool call beside a
+            # valid one must not run).
+            violation = error
+            events = [event for event in error.events_before if isinstance(event, Output)]
         for event in events:
             if self._closed:
                 return
             if self._failed and not isinstance(event, Output):
                 continue
             self._listener.on_engine_event(event)
+        if violation is not None and not self._closed:
+            self._fail(f"exec runtime sent an invalid message: {violation}")
 
     def _on_task(self, tag: int, outcome: str, detail: str) -> None:
         self._in_flight.discard(tag)

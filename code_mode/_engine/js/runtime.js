@@ -104,7 +104,7 @@ function rtWrite(s) {
   }
 }
 
-let rtLastFlush = 0; // when output last went out because of the quiet-millisecond rule
+let rtLastFlush = 0; // when a batch last went out (Date.now(); set at start too)
 
 function rtFlush() {
   if (rtQueue.length === 0) return;
@@ -116,12 +116,13 @@ function rtFlush() {
   rtWrite("[" + rtReflectApply(rtArrayJoin, rtQueue, [","]) + "]");
   rtQueue = fresh;
   rtQueueChars = 0;
+  rtLastFlush = rtDateNow();
 }
 
 // Queues one message (already JSON text). Messages that the host must see now
 // (tool calls, notifications, yields, completion) flush at once; output items are
 // batched and flushed at the next such point or when the host probes for idleness.
-function rtSendRaw(json, urgent) {
+function rtEnqueue(json) {
   if (rtQueue.length !== 0 && rtQueueChars + json.length > RT_FLUSH_CHARS) {
     try {
       rtFlush();
@@ -131,17 +132,27 @@ function rtSendRaw(json, urgent) {
   }
   rtReflectApply(rtArrayPush, rtQueue, [json]);
   rtQueueChars += json.length;
-  if (urgent || rtQueue.length >= RT_FLUSH_AT || rtQueueChars >= RT_FLUSH_CHARS) {
-    rtFlush();
-    return;
-  }
-  // Output also goes out at once after a quiet millisecond, so a program that then
-  // spins or dies (memory limit) has handed over what it printed; bursts of output
-  // still travel together.
-  const now = rtDateNow();
-  if (now - rtLastFlush >= 1) {
-    rtLastFlush = now;
-    rtFlush();
+}
+
+function rtSendRaw(json, urgent) {
+  rtEnqueue(json);
+  // Queued: from here on nothing may throw into the program (at the edge of the stack
+  // any call can), or it would see a failed helper whose message still goes out.
+  try {
+    // Output also goes out at once when no batch went out for a millisecond (a clock
+    // tick), so a program that then spins or dies (memory limit) has handed over what
+    // it printed; bursts of output, and a short program's whole output, still travel
+    // together.
+    if (
+      urgent ||
+      rtQueue.length >= RT_FLUSH_AT ||
+      rtQueueChars >= RT_FLUSH_CHARS ||
+      rtDateNow() - rtLastFlush >= 1
+    ) {
+      rtFlush();
+    }
+  } catch {
+    // Sent by the next flush (at the latest, the host's probe).
   }
 }
 
@@ -182,7 +193,6 @@ function rtHelperError(message, ctor) {
 
 function rtFinish(errorText) {
   if (rtFinished) return;
-  rtFinished = true;
   const writes = { __proto__: null };
   rtReflectApply(rtMapForEach, rtWrites, [
     (json, key) => {
@@ -197,7 +207,17 @@ function rtFinish(errorText) {
     },
   ]);
   // `writes` values are JSON texts: the host parses them (and checks them).
-  rtSend({ t: "done", error: errorText, writes }, true);
+  const message = { __proto__: null, t: "done", error: errorText, writes };
+  rtEnqueue(rtReflectApply(rtJSONStringify, undefined, [message]));
+  // Finished only once the message is queued: at the edge of the stack any call above
+  // can throw, and the program (or its completion) then tries again. The flush itself
+  // may fail there too; the host's probe sends the queue.
+  rtFinished = true;
+  try {
+    rtFlush();
+  } catch {
+    // Sent by the next flush.
+  }
 }
 
 function rtNever() {
@@ -505,6 +525,7 @@ function rtStart(command) {
   rtStarted = true;
   rtAllowRemoteImages = command.allow_remote_images !== false;
   rtStoredLimits = { entries: command.max_stored_entries, bytes: command.max_stored_bytes };
+  rtLastFlush = rtDateNow();
   const stored = command.stored;
   const keys = rtObjectKeys(stored);
   for (let i = 0; i < keys.length; i++) {
@@ -540,7 +561,10 @@ function rtStart(command) {
   rtDefineGlobal("yield_control", rtYieldControl);
   rtDefineGlobal("exit", rtExit);
 
-  rtSend({ t: "started" }, true);
+  // Queued, not flushed: it travels with the next batch. The host counts a yield
+  // window from when it posted this start command to the idle isolate, so a program
+  // that computes for a long time first still yields on time.
+  rtEnqueue('{"t":"started"}');
   const compiled = rtCompile(command.source);
   if (typeof compiled === "string") {
     rtFinish(compiled);
@@ -604,7 +628,10 @@ function rtRecv(json) {
         break;
     }
   }
-  rtFlush();
+  // A batch of commands is always followed by a probe (`[]`), which the isolate runs
+  // after this evaluation's microtasks: it flushes what these commands and their
+  // microtasks queued, in one batch instead of two.
+  if (commands.length === 0) rtFlush();
   return undefined;
 }
 
