@@ -426,3 +426,17 @@ async def test_a_yield_window_counts_from_the_start_while_the_program_computes(
         with trio.fail_after(SAFETY):  # hang guard; the window itself is 50 ms
             assert await started.initial_event() == Yielded([])
             assert await runtime.terminate(started.cell_id) == Terminated([])
+
+
+async def test_output_queued_before_a_spin_is_handed_over_exactly_once(isolation: str) -> None:
+    # Output printed within a millisecond of the start travels with the next batch; a
+    # program that then spins never sends one, so the yield may see it or not, and the
+    # terminate drain hands over whatever it had not: together, exactly once.
+    source = 'text("queued"); while (true) {}'
+    async with SessionRuntime(GateDelegate(), config(isolation)) as runtime:
+        started = await runtime.execute(request(source), YieldAfter(0.05))
+        with trio.fail_after(SAFETY):
+            yielded = await started.initial_event()
+            terminated = await runtime.terminate(started.cell_id)
+        assert isinstance(yielded, Yielded) and isinstance(terminated, Terminated)
+        assert yielded.content_items + terminated.content_items == [Text("queued")]

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import trio
 
-from ._native import NativeIsolate, NativeIsolateError
+from ._native import TASK_OK, NativeIsolate, NativeIsolateError
 from ._worker import BlockingWorker
 
 
@@ -147,7 +147,7 @@ class ThreadBackend:
 
 class _SinkSlot:
     """Forwards reports to a sink chosen after the isolate was created, and tells
-    ``on_first_task`` when the isolate has finished its first evaluation."""
+    ``on_first_task`` when the isolate has finished its first evaluation normally."""
 
     def __init__(self) -> None:
         self.target: IsolateSink | None = None
@@ -161,7 +161,10 @@ class _SinkSlot:
     def on_task(self, tag: int, outcome: str, detail: str) -> None:
         if self.target is not None:
             self.target.on_task(tag, outcome, detail)
-        self.first_task_done()
+        if outcome == TASK_OK:
+            # Not on an interrupted evaluation: the cell is terminating or failing,
+            # and closes the isolate next (see _TakenIsolate.close).
+            self.first_task_done()
 
     def first_task_done(self) -> None:
         first, self.on_first_task = self.on_first_task, None

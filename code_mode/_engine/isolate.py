@@ -26,6 +26,8 @@ from ._bridge import EngineEvent, MessageValidator, Output, ProtocolViolation
 from ._native import FIRST_PROGRAM_TAG, TASK_ERROR, TASK_OK, TASK_OOM, TASK_TERMINATED
 
 PROBE = '__code_mode_recv("[]")'
+#: The last evaluation on an interrupted isolate: flush only the output it had queued.
+DRAIN = '__code_mode_recv("[{\\"t\\":\\"drain\\"}]")'
 
 #: How long a terminating isolate gets to hand over output it had queued but not yet
 #: sent, after its JavaScript was interrupted. A program spinning in its microtask
@@ -121,7 +123,7 @@ class Isolate:
         self._outbox.clear()
         self._cancel_all(native)
         self._drained = trio.Event()
-        self._drain_tag = self._post(PROBE)
+        self._drain_tag = self._post(DRAIN)
         with trio.move_on_after(DRAIN_TIMEOUT):
             await self._drained.wait()
 
