@@ -34,11 +34,11 @@ def _label(name: str, result: dict[str, Any] | None = None) -> str:
         return "mini-racer"
     if name == "baseline_confirmed":
         return "mini-racer: cancel -> next eval answers"
-    if name.endswith(" paced"):
-        gap = (
-            f"{result['paced_gap_s'] * 1000:.0f} ms " if result and "paced_gap_s" in result else ""
-        )
-        return f"code_mode ({name.split()[0]}), cells {gap}apart"
+    if name == "baseline burst":
+        label = result["baseline_label"] if result is not None else ""
+        return f"mini-racer: {label}, back to back"
+    if name.endswith(" burst"):
+        return f"code_mode ({name.split()[0]}), cells back to back"
     return f"code_mode ({name})"
 
 
@@ -47,7 +47,7 @@ def _cdf_axes(ax: Any, series: dict[str, list[float]], result: dict[str, Any] | 
         if not quantiles:
             continue
         fractions = [index / (len(quantiles) - 1) for index in range(len(quantiles))]
-        style = "--" if name.endswith(" paced") else "-"
+        style = "--" if name.endswith(" burst") else "-"
         ax.plot(quantiles, fractions, style, label=_label(name, result), color=_color(name))
     ax.set_ylabel("fraction of samples")
     ax.grid(True, alpha=0.3)

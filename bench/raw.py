@@ -39,10 +39,13 @@ def install_global(racer: MiniRacer, name: str, value: Any) -> None:
 # -- B1 --------------------------------------------------------------------------------
 
 
-def cell_latency(cells: int, warmup: int = 3) -> list[float]:
-    """B1 baseline: ``MiniRacer()`` + ``eval('"done"')`` + ``close()``."""
+def cell_latency(cells: int, warmup: int = 3, gap: float = 0.0) -> list[float]:
+    """B1 baseline: ``MiniRacer()`` + ``eval('"done"')`` + ``close()``, one after the
+    other, or ``gap`` seconds apart."""
     samples: list[float] = []
     for index in range(warmup + cells):
+        if gap > 0 and index > 0:
+            time.sleep(gap)
         start = time.perf_counter()
         racer = MiniRacer()
         value = racer.eval('"done"')

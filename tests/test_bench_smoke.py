@@ -22,8 +22,8 @@ TINY = attrs.evolve(
     QUICK,
     rounds=1,
     b1_cells=2,
-    b1_paced_cells=1,
     b1_gap=0.001,
+    b1_burst_cells=1,
     b2_calls=5,
     b2_reps=1,
     b3_calls=5,
@@ -56,7 +56,8 @@ def test_runner_produces_every_benchmark_and_target(tmp_path: Path) -> None:
             assert result["ours"][mode]["n"] >= 1
             assert result["ratio"][mode] > 0
     for mode in modes:
-        assert benchmarks["B1"]["paced"][mode]["n"] == TINY.b1_paced_cells
+        assert benchmarks["B1"]["burst"][mode]["n"] == TINY.b1_burst_cells
+        assert benchmarks["B1"]["burst_ratio"][mode] > 0
         assert len(benchmarks["B2"]["gaps"]["cdf"][mode]) == 101
         assert benchmarks["B3"]["vs_b2"][mode] > 0
         assert not math.isnan(benchmarks["B5"]["excess"][mode])
