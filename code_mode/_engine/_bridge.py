@@ -67,6 +67,12 @@ class TimerCleared:
 
 
 @attrs.frozen
+class BufferMemoryExceeded:
+    """The program tried to go over ``memory_limit_bytes`` of ArrayBuffer memory (see
+    ``js/buffers.js``); the isolate sends nothing after it."""
+
+
+@attrs.frozen
 class Finished:
     error_text: str | None
     writes: dict[str, JSON]
@@ -80,6 +86,7 @@ EngineEvent: TypeAlias = (
     | ToolCallRequested
     | TimerSet
     | TimerCleared
+    | BufferMemoryExceeded
     | Finished
 )
 
@@ -209,6 +216,9 @@ class MessageValidator:
             return TimerCleared(timer_id)
         if kind == "done":
             return self._done(message)
+        if kind == "memory":
+            self._finished = True
+            return BufferMemoryExceeded()
         raise ProtocolViolation(f"unknown message type {kind!r}")
 
     def _tool(self, message: dict[str, Any]) -> ToolCallRequested:

@@ -505,6 +505,7 @@ function rtStart(command) {
   rtStarted = true;
   rtAllowRemoteImages = command.allow_remote_images !== false;
   rtStoredLimits = { entries: command.max_stored_entries, bytes: command.max_stored_bytes };
+  rtBufferLimit = command.memory_limit_bytes; // see buffers.js
   const stored = command.stored;
   const keys = rtObjectKeys(stored);
   for (let i = 0; i < keys.length; i++) {
