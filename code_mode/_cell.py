@@ -39,6 +39,7 @@ from ._config import RuntimeConfig
 from ._delegate import SessionRuntimeDelegate
 from ._engine._backend import IsolateBackend
 from ._engine._bridge import (
+    BufferMemoryExceeded,
     EngineEvent,
     Finished,
     Notify,
@@ -398,6 +399,11 @@ class Cell:
         elif isinstance(event, TimerCleared):
             if self._timers.pop(event.id, None) is not None:
                 self._wake.set()
+        elif isinstance(event, BufferMemoryExceeded):
+            self._breach(
+                f"exec cell exceeded its memory limit of {self._config.memory_limit_bytes} "
+                "bytes (RuntimeConfig.memory_limit_bytes) in ArrayBuffer memory"
+            )
         elif isinstance(event, Finished):
             self._finished = event
             self._wake.set()

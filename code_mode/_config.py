@@ -31,9 +31,18 @@ class RuntimeConfig:
     """
 
     memory_limit_bytes: int = attrs.field(default=256 * MiB, validator=_positive)
-    """Hard V8 heap limit per isolate (default 256 MiB). When a garbage collection finds
-    the heap above it, the program is stopped and the cell fails with
-    ``exec cell exceeded its memory limit of <N> bytes``."""
+    """Memory limit per cell (default 256 MiB), applied twice: to the V8 heap, and
+    separately to ArrayBuffer memory (the backing stores of typed arrays, which live
+    outside the heap). When a garbage collection finds the heap above it, the program is
+    stopped and the cell fails with
+    ``exec cell exceeded its memory limit of <N> bytes (RuntimeConfig.memory_limit_bytes)``;
+    when an allocation would take the live ArrayBuffers of the cell above it, the
+    allocation is refused and the cell fails with the same text followed by
+    `` in ArrayBuffer memory``. Buffers of 64 bytes or less are not counted (small typed
+    arrays live on the heap); a resizable buffer counts its ``maxByteLength``. A dropped
+    buffer stops counting once the program has waited for the host (a tool call, a timer)
+    since it dropped it: a program that churns through more than the limit without ever
+    waiting fails. See ``docs/security.md``."""
 
     callback_grace: float = attrs.field(default=0.1, validator=_non_negative)
     """Seconds an in-flight tool call or notification gets to honour cancellation when

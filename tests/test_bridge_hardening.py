@@ -31,6 +31,7 @@ from code_mode import (
     YieldAfter,
 )
 from code_mode._engine._bridge import (
+    BufferMemoryExceeded,
     Finished,
     MessageValidator,
     Notify,
@@ -418,6 +419,15 @@ def test_a_well_formed_stream_becomes_events() -> None:
     ]
 
 
+def test_an_array_buffer_breach_ends_the_stream() -> None:
+    # js/buffers.js sends `memory` (the host names the limit) and nothing after it.
+    assert parse([START, {"t": "text", "text": "t"}, {"t": "memory"}]) == [
+        Started(),
+        Output(Text("t"), 1),
+        BufferMemoryExceeded(),
+    ]
+
+
 @pytest.mark.parametrize(
     ("batches", "message"),
     [
@@ -451,6 +461,15 @@ def test_a_well_formed_stream_becomes_events() -> None:
                     {"t": "done", "error": None, "writes": {}},
                 ]
             ],
+            "'done' message after completion",
+        ),
+        ([[{"t": "memory"}]], "'memory' message before 'started'"),
+        (
+            [[START, {"t": "memory"}], [{"t": "text", "text": "late"}]],
+            "'text' message after completion",
+        ),
+        (
+            [[START, {"t": "memory"}, {"t": "done", "error": None, "writes": {}}]],
             "'done' message after completion",
         ),
         ([[START, {"t": "evil"}]], "unknown message type 'evil'"),

@@ -110,6 +110,224 @@ async def test_the_default_memory_limit_stops_a_bomb(isolation: str) -> None:
         await assert_carries_on(runtime)
 
 
+# -- memory_limit_bytes: ArrayBuffer memory (js/buffers.js) ---------------------------------
+
+BUFFER_LIMIT_32_MIB = (
+    "exec cell exceeded its memory limit of 33554432 bytes "
+    "(RuntimeConfig.memory_limit_bytes) in ArrayBuffer memory"
+)
+
+
+def js(source: str) -> str:
+    return source.replace("MiB", str(MiB))
+
+
+async def test_array_buffer_memory_limit(isolation: str) -> None:
+    limits = config(isolation, memory_limit_bytes=32 * MiB)
+    async with SessionRuntime(GateDelegate(), limits) as runtime:
+        # Backing stores live outside the V8 heap: counted on their own, same limit.
+        event = await run_cell(
+            runtime,
+            js(
+                'text("start"); const a = [];'
+                " for (let i = 0; i < 64; i++) a.push(new Uint8Array(MiB).fill(1));"
+                ' text("never");'
+            ),
+        )
+        assert event == Completed([Text("start")], error_text=BUFFER_LIMIT_32_MIB)
+        await assert_carries_on(runtime)
+        # Below the limit, the same program runs fine.
+        event = await run_cell(
+            runtime,
+            js(
+                "const a = []; for (let i = 0; i < 24; i++) a.push(new Uint8Array(MiB).fill(1));"
+                " text(a.length);"
+            ),
+        )
+        assert event == Completed([Text("24")])
+
+
+async def test_array_buffer_limit_is_the_configured_memory_limit(isolation: str) -> None:
+    limits = config(isolation, memory_limit_bytes=64 * MiB)
+    async with SessionRuntime(GateDelegate(), limits) as runtime:
+        fits = js("const a = []; for (let i = 0; i < 56; i++) a.push(new ArrayBuffer(MiB));")
+        assert await run_cell(runtime, fits + " text(a.length);") == Completed([Text("56")])
+        event = await run_cell(runtime, js("new Float64Array(9 * MiB);"))
+        assert event == Completed(
+            [],
+            error_text="exec cell exceeded its memory limit of 67108864 bytes "
+            "(RuntimeConfig.memory_limit_bytes) in ArrayBuffer memory",
+        )
+
+
+async def test_an_array_buffer_breach_cannot_be_caught_and_keeps_no_writes(
+    isolation: str,
+) -> None:
+    limits = config(isolation, memory_limit_bytes=32 * MiB)
+    async with SessionRuntime(GateDelegate(), limits) as runtime:
+        event = await run_cell(
+            runtime,
+            js(
+                'store("k", 1); text("before"); let message = "";'
+                " try { new ArrayBuffer(40 * MiB); } catch (e) { message = String(e); }"
+                ' text(message); store("k", 2); await tools.echo({});',
+            ),
+            ["echo"],
+        )
+        # The program saw the RangeError, but the cell had ended: nothing after counts,
+        # and, as with the heap limit, its stored writes are not kept.
+        assert event == Completed([Text("before")], error_text=BUFFER_LIMIT_32_MIB)
+        assert await run_cell(runtime, 'text(String(load("k")));') == Completed([Text("undefined")])
+
+
+async def test_typed_arrays_work_as_usual_under_the_limit(isolation: str) -> None:
+    source = """
+        const u = new Uint8Array(1000).fill(7);
+        text([u.length, u[999], u.byteLength, u.buffer.byteLength].join());
+        const dv = new DataView(u.buffer, 8, 8);
+        dv.setUint32(0, 0xdeadbeef);
+        text(dv.getUint32(0).toString(16) + " " + u[8]);
+        text([u.subarray(1, 3).length, u.slice(2).length, u.map((x) => x + 1)[0],
+          u.filter((x, i) => i % 2).length, Uint8Array.from([1, 2, 3]).join("."),
+          Float64Array.of(1.5, 2).join("."), new Int16Array(new Set([4, 5])).join("."),
+          new Uint8Array({ length: 2, 0: 9 }).join("."), new Float32Array([0.5]).join(),
+          u.toReversed().length, u.with(0, 1)[0], u.toSorted()[0]].join());
+        text([u instanceof Uint8Array, u.constructor === Uint8Array, Uint8Array.name,
+          Uint8Array.length, Object.prototype.toString.call(new Uint8Array(1)),
+          Uint8Array.BYTES_PER_ELEMENT, Float64Array.BYTES_PER_ELEMENT,
+          Uint8Array[Symbol.species] === Uint8Array, typeof Uint8Array,
+          ArrayBuffer.isView(u), new ArrayBuffer(8).constructor === ArrayBuffer,
+          Object.getPrototypeOf(new Uint8Array(2)) === Uint8Array.prototype,
+          Object.getPrototypeOf(Int8Array) === Object.getPrototypeOf(Uint8Array),
+          u.slice(1).constructor === Uint8Array, u.toReversed() instanceof Uint8Array].join());
+        class Bytes extends Uint8Array { sum() { return this.reduce((a, b) => a + b, 0); } }
+        const b = new Bytes([1, 2, 3]);
+        text([b.sum(), b instanceof Bytes, b instanceof Uint8Array, b.map((x) => x * 2).sum(),
+          b.slice(1) instanceof Bytes, b.subarray(1).constructor === Bytes,
+          Bytes.from([4, 5]).sum()].join());
+        text(Uint8Array.fromBase64("aGVsbG8=").join() + " " + Uint8Array.fromHex("ff00").join()
+          + " " + new Uint8Array([104, 105]).toBase64());
+        const r = new ArrayBuffer(100, { maxByteLength: 1000 });
+        r.resize(500);
+        text([r.byteLength, r.resizable, r.transfer(600).byteLength, r.detached,
+          new ArrayBuffer(300).slice(10, 20).byteLength,
+          new ArrayBuffer(300).transferToFixedLength(10).byteLength].join());
+        try { new Uint8Array(-1); } catch (e) { text(String(e)); }
+        try { Uint8Array(1); } catch (e) { text(e.constructor === TypeError); }
+    """
+    limits = config(isolation, memory_limit_bytes=32 * MiB)
+    async with SessionRuntime(GateDelegate(), limits) as runtime:
+        event = await run_cell(runtime, source)
+    assert event == Completed(
+        [
+            Text("1000,7,1000,1000"),
+            Text("deadbeef 222"),
+            Text("2,998,8,500,1.2.3,1.5.2,4.5,9.0,0.5,1000,1,7"),
+            Text(
+                "true,true,Uint8Array,3,[object Uint8Array],1,8,true,function,true,true,"
+                "true,true,true,true"
+            ),
+            Text("6,true,true,12,true,true,9"),
+            Text("104,101,108,108,111 255,0 aGk="),
+            Text("500,true,600,true,10,10"),
+            Text("RangeError: Invalid typed array length: -1"),
+            Text("true"),
+        ]
+    )
+
+
+async def test_dropped_buffers_are_credited_once_the_program_waits(isolation: str) -> None:
+    # 800 MiB of buffers through a 32 MiB limit, 16 MiB at a time: what a program
+    # dropped before it last waited (for a timer or a tool call) no longer counts.
+    limits = config(isolation, memory_limit_bytes=32 * MiB)
+    async with SessionRuntime(GateDelegate(), limits) as runtime:
+        for wait in ("new Promise((resolve) => setTimeout(resolve, 0))", "tools.echo({})"):
+            source = js(
+                "for (let round = 0; round < 50; round++) {"
+                " for (let i = 0; i < 16; i++) new Uint8Array(MiB).fill(1);"
+                f" await {wait}; }}"
+                ' text("done");'
+            )
+            assert await run_cell(runtime, source, ["echo"]) == Completed([Text("done")])
+        # Transfers and resizable buffers hand their bytes over, too.
+        source = js(
+            "let b = new ArrayBuffer(20 * MiB); for (let i = 0; i < 20; i++)"
+            " b = i % 2 ? b.transfer() : b.transferToFixedLength(20 * MiB);"
+            " for (let i = 0; i < 20; i++) {"
+            " new ArrayBuffer(0, { maxByteLength: 8 * MiB }).resize(MiB);"
+            " await new Promise((resolve) => setTimeout(resolve, 0)); }"
+            " text(b.byteLength);"
+        )
+        assert await run_cell(runtime, source) == Completed([Text(str(20 * MiB))])
+
+
+async def test_buffers_dropped_without_waiting_still_count(isolation: str) -> None:
+    # The known limit of the accounting: V8 keeps a WeakRef's target alive until the
+    # current job ends, so garbage made since the program last waited counts as live.
+    limits = config(isolation, memory_limit_bytes=32 * MiB)
+    async with SessionRuntime(GateDelegate(), limits) as runtime:
+        event = await run_cell(
+            runtime, js("for (let i = 0; i < 64; i++) new Uint8Array(MiB); text('never');")
+        )
+        assert event == Completed([], error_text=BUFFER_LIMIT_32_MIB)
+        await assert_carries_on(runtime)
+
+
+async def test_a_resizable_buffer_counts_its_maximum(isolation: str) -> None:
+    # V8 reserves maxByteLength when the buffer is made (in a sandbox that all isolates
+    # of the process share): that is what counts, whatever the current length.
+    limits = config(isolation, memory_limit_bytes=32 * MiB)
+    async with SessionRuntime(GateDelegate(), limits) as runtime:
+        event = await run_cell(runtime, js("new ArrayBuffer(0, { maxByteLength: 33 * MiB });"))
+        assert event == Completed([], error_text=BUFFER_LIMIT_32_MIB)
+        source = js(
+            "const b = new ArrayBuffer(0, { maxByteLength: 24 * MiB }); b.resize(24 * MiB);"
+            " new Uint8Array(b).fill(1); b.resize(MiB); text(b.byteLength);"
+            " try { new ArrayBuffer(9 * MiB); } catch {}"
+        )
+        assert await run_cell(runtime, source) == Completed(
+            [Text(str(MiB))], error_text=BUFFER_LIMIT_32_MIB
+        )
+
+
+async def test_the_original_constructors_never_reach_the_program(isolation: str) -> None:
+    # Descriptor fields and proxy traps read through `Object.prototype` would hand the
+    # program the engine's own constructors: the runtime reads none.
+    source = """
+        const seen = [];
+        for (const key of ["get", "set", "apply", "construct", "value", "writable",
+                           "enumerable", "configurable", "__proto__"]) {
+          Object.defineProperty(Object.prototype, key, { __proto__: null,
+            get() { seen.push(key); return undefined; }, set(v) {}, configurable: true });
+        }
+        const u = new Uint8Array(100).fill(1);
+        const all = [u.slice(), u.map((x) => x), u.filter(() => true), u.toReversed(),
+          u.toSorted(), u.with(0, 2), u.subarray(1), new Uint8Array(u), new Uint8Array([1, 2]),
+          Uint8Array.from([1]), Uint8Array.of(1), new Uint8Array(new ArrayBuffer(100)),
+          new ArrayBuffer(100).slice(1), new ArrayBuffer(100).transfer(),
+          Uint8Array.fromHex("00".repeat(100)), new ArrayBuffer(0, { maxByteLength: 100 })];
+        const names = [u.slice.name, u.map.length, u.filter.name, u.with.length,
+          ArrayBuffer.prototype.slice.name, ArrayBuffer.prototype.transfer.name,
+          Uint8Array.fromHex.name, Uint8Array.name, Uint8Array.length].join();
+        for (const key of ["get", "set", "apply", "construct", "value", "writable",
+                           "enumerable", "configurable", "__proto__"]) {
+          delete Object.prototype[key];
+        }
+        text(seen.join() || "none read");
+        text(names);
+        const ctors = new Set(all.map((x) => x.constructor));
+        text([...ctors].every((c) => c === Uint8Array || c === ArrayBuffer));
+    """
+    async with SessionRuntime(GateDelegate(), config(isolation)) as runtime:
+        assert await run_cell(runtime, source) == Completed(
+            [
+                Text("none read"),
+                Text("slice,1,filter,2,slice,transfer,fromHex,Uint8Array,3"),
+                Text("true"),
+            ]
+        )
+
+
 # -- max_output_bytes -------------------------------------------------------------------
 
 

@@ -74,6 +74,12 @@ class TimerCleared:
 
 
 @attrs.frozen
+class BufferMemoryExceeded:
+    """The program tried to go over ``memory_limit_bytes`` of ArrayBuffer memory (see
+    ``js/buffers.js``); the isolate sends nothing after it."""
+
+
+@attrs.frozen
 class Finished:
     error_text: str | None
     writes: dict[str, JSON]
@@ -87,6 +93,7 @@ EngineEvent: TypeAlias = (
     | ToolCallRequested
     | TimerSet
     | TimerCleared
+    | BufferMemoryExceeded
     | Finished
 )
 
@@ -223,6 +230,9 @@ class MessageValidator:
             return TimerCleared(timer_id)
         if kind == "done":
             return self._done(message)
+        if kind == "memory":
+            self._finished = True
+            return BufferMemoryExceeded()
         raise ProtocolViolation(f"unknown message type {kind!r}")
 
     def _tool(self, message: dict[str, Any]) -> ToolCallRequested:

@@ -5,7 +5,12 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-_PARTS = ("output.js", "runtime.js")
+_PARTS = ("output.js", "runtime.js", "buffers.js")
+#: Compiled on first use (see ``js/buffers.js``). It travels in a comment, which V8
+#: skips at little cost, inside a function whose source text the runtime reads back.
+_LAZY = "buffers_impl.js"
+_LAZY_HEAD = "function rtBuffersImplSource() {/*"
+_LAZY_TAIL = "*/}"
 
 
 @functools.cache
@@ -14,7 +19,16 @@ def prelude_source() -> str:
     installs ``__code_mode_recv`` and returns the private ``ArrayBuffer`` the host
     reads messages from (and on which it then leaves the two native doorbells)."""
     js = Path(__file__).parent / "js"
-    body = "\n".join((js / part).read_text(encoding="utf-8") for part in _PARTS)
+    lazy = (js / _LAZY).read_text(encoding="utf-8")
+    if "*/" in lazy:
+        raise ValueError(f"{_LAZY} must not contain */")
+    body = "\n".join(
+        [
+            *((js / part).read_text(encoding="utf-8") for part in _PARTS),
+            f"{_LAZY_HEAD}{lazy}{_LAZY_TAIL}",
+            f"const RT_LAZY_HEAD = {len(_LAZY_HEAD)}, RT_LAZY_TAIL = {len(_LAZY_TAIL)};",
+        ]
+    )
     return (
         "(function () {\n"
         '"use strict";\n'

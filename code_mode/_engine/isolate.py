@@ -110,6 +110,7 @@ class Isolate:
                 "allow_remote_images": self._config.allow_remote_image_urls,
                 "max_stored_entries": self._config.max_stored_entries,
                 "max_stored_bytes": self._config.max_stored_bytes,
+                "memory_limit_bytes": self._config.memory_limit_bytes,
             }
         )
 

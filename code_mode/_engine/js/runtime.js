@@ -527,6 +527,7 @@ function rtStart(command) {
   rtAllowRemoteImages = command.allow_remote_images !== false;
   rtStoredLimits = { entries: command.max_stored_entries, bytes: command.max_stored_bytes };
   rtLastFlush = rtDateNow();
+  rtBufferLimit = command.memory_limit_bytes; // see buffers.js
   const stored = command.stored;
   const keys = rtObjectKeys(stored);
   for (let i = 0; i < keys.length; i++) {
