@@ -78,6 +78,18 @@ def _per_cell(delta: float, cells: int) -> float:
 # -- ours ------------------------------------------------------------------------------
 
 
+async def _settle(runtime: Any) -> None:
+    """Wait until the session's warm pool is full again: it refills after a cell got
+    through its start, so without this "before" and "after" could hold different numbers
+    of warm isolates. (Reads the pool's internals: a benchmark, not an API.)"""
+    warm = runtime._warm
+    if warm is None:
+        return
+    with trio.fail_after(10):
+        while warm._filling:
+            await warm._fill_done.wait()
+
+
 async def _ours(cells: int, calls: int, isolation: str) -> dict[str, Any]:
     from code_mode import Pending, PendingFrontier, SessionRuntime
 
@@ -99,6 +111,7 @@ async def _ours(cells: int, calls: int, isolation: str) -> dict[str, Any]:
         await delegate.wait_closed(1)
 
         # Idle phase.
+        await _settle(runtime)
         threads0, rss0 = _state()
         start = time.perf_counter()
         started = []
@@ -109,6 +122,7 @@ async def _ours(cells: int, calls: int, isolation: str) -> dict[str, Any]:
         for cell in started:
             _expect(await cell.initial_event(), Pending([], []))
         created = time.perf_counter() - start
+        await _settle(runtime)
         threads1, rss1 = _state()
         result["idle"] = {
             "start_s": created,
@@ -123,6 +137,7 @@ async def _ours(cells: int, calls: int, isolation: str) -> dict[str, Any]:
         await delegate.wait_closed(1 + cells)
 
         # Busy phase.
+        await _settle(runtime)
         threads0, rss0 = _state()
         executed = 0
         completed = 0
