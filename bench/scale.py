@@ -78,6 +78,34 @@ def _per_cell(delta: float, cells: int) -> float:
 # -- ours ------------------------------------------------------------------------------
 
 
+def _idle(
+    created: float, cells: int, before: tuple[int, int], after: tuple[int, int]
+) -> dict[str, Any]:
+    """The idle phase's result; ``before`` / ``after`` are ``_state()`` readings."""
+    threads, rss = after[0] - before[0], (after[1] - before[1]) / MiB
+    return {
+        "start_s": created,
+        "threads_per_cell": _per_cell(threads, cells),
+        "rss_per_cell_mib": _per_cell(rss, cells),
+        "threads_delta": threads,
+        "rss_delta_mib": rss,
+    }
+
+
+def _busy(
+    wall: float, completed: int, failures: list[str], peak: _Peak, before: tuple[int, int]
+) -> dict[str, Any]:
+    """The busy phase's result; ``before`` is the ``_state()`` reading at its start."""
+    return {
+        "wall_s": wall,
+        "completed": completed,
+        "failures": failures,
+        "peak_threads_delta": peak.threads - before[0],
+        "peak_rss_delta_mib": (peak.rss - before[1]) / MiB,
+        "live_at_peak": peak.live_at_peak,
+    }
+
+
 async def _settle(runtime: Any) -> None:
     """Wait until the session's warm pool is full again: it refills after a cell got
     through its start, so without this "before" and "after" could hold different numbers
@@ -124,13 +152,7 @@ async def _ours(cells: int, calls: int, isolation: str) -> dict[str, Any]:
         created = time.perf_counter() - start
         await _settle(runtime)
         threads1, rss1 = _state()
-        result["idle"] = {
-            "start_s": created,
-            "threads_per_cell": _per_cell(threads1 - threads0, cells),
-            "rss_per_cell_mib": _per_cell((rss1 - rss0) / MiB, cells),
-            "threads_delta": threads1 - threads0,
-            "rss_delta_mib": (rss1 - rss0) / MiB,
-        }
+        result["idle"] = _idle(created, cells, (threads0, rss0), (threads1, rss1))
         async with trio.open_nursery() as nursery:
             for cell in started:
                 nursery.start_soon(runtime.terminate, cell.cell_id)
@@ -170,14 +192,7 @@ async def _ours(cells: int, calls: int, isolation: str) -> dict[str, Any]:
                     nursery.start_soon(wait_for, cell)
             wall = time.perf_counter() - start
             sampling.cancel()
-        result["busy"] = {
-            "wall_s": wall,
-            "completed": completed,
-            "failures": failures,
-            "peak_threads_delta": peak.threads - threads0,
-            "peak_rss_delta_mib": (peak.rss - rss0) / MiB,
-            "live_at_peak": peak.live_at_peak,
-        }
+        result["busy"] = _busy(wall, completed, failures, peak, (threads0, rss0))
     return result
 
 
@@ -207,13 +222,7 @@ async def _raw(cells: int, calls: int) -> dict[str, Any]:
             racer.eval("new Promise(() => {})")
         created = time.perf_counter() - start
         threads1, rss1 = _state()
-    result["idle"] = {
-        "start_s": created,
-        "threads_per_cell": _per_cell(threads1 - threads0, cells),
-        "rss_per_cell_mib": _per_cell((rss1 - rss0) / MiB, cells),
-        "threads_delta": threads1 - threads0,
-        "rss_delta_mib": (rss1 - rss0) / MiB,
-    }
+    result["idle"] = _idle(created, cells, (threads0, rss0), (threads1, rss1))
 
     # Busy phase.
     threads0, rss0 = _state()
@@ -257,14 +266,7 @@ async def _raw(cells: int, calls: int) -> dict[str, Any]:
         wall = time.perf_counter() - start
         stop.set()
         await sampling
-    result["busy"] = {
-        "wall_s": wall,
-        "completed": completed,
-        "failures": failures,
-        "peak_threads_delta": peak.threads - threads0,
-        "peak_rss_delta_mib": (peak.rss - rss0) / MiB,
-        "live_at_peak": peak.live_at_peak,
-    }
+    result["busy"] = _busy(wall, completed, failures, peak, (threads0, rss0))
     return result
 
 

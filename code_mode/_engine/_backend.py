@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
 from typing import Any, Protocol
 
 import trio
@@ -146,13 +145,13 @@ class ThreadBackend:
 
 
 class _SinkSlot:
-    """Forwards reports to a sink chosen after the isolate was created, and tells
-    ``on_first_task`` when the isolate has finished its first evaluation normally."""
+    """Forwards reports to a sink chosen after the isolate was created, and sets the
+    ``first_task`` events when the isolate has finished its first evaluation normally."""
 
     def __init__(self) -> None:
         self.target: IsolateSink | None = None
         self.crashed = False
-        self.on_first_task: Callable[[], None] | None = None
+        self.first_task: list[trio.Event] = []
 
     def on_batch(self, text: str | None) -> None:
         if self.target is not None:
@@ -167,9 +166,9 @@ class _SinkSlot:
             self.first_task_done()
 
     def first_task_done(self) -> None:
-        first, self.on_first_task = self.on_first_task, None
-        if first is not None:
-            first()
+        waiting, self.first_task = self.first_task, []
+        for event in waiting:
+            event.set()
 
     def on_crash(self, message: str) -> None:
         self.crashed = True
@@ -228,8 +227,7 @@ class WarmIsolates:
                 go.set()
             else:
                 self._waiting_fills.append(go)
-                previous = after.on_first_task
-                after.on_first_task = _chain(previous, go.set)
+                after.first_task.append(go)
             self._nursery.start_soon(self._fill_one, go)
 
     def _hurry(self) -> None:
@@ -319,14 +317,3 @@ class _TakenIsolate:
     async def close(self) -> None:
         self._slot.first_task_done()
         await self._handle.close()
-
-
-def _chain(first: Callable[[], None] | None, then: Callable[[], None]) -> Callable[[], None]:
-    if first is None:
-        return then
-
-    def both() -> None:
-        first()
-        then()
-
-    return both

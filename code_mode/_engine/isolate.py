@@ -117,12 +117,8 @@ class Isolate:
     async def terminate(self) -> None:
         """Interrupt the program at once (even ``while (true) {}``), then give the
         isolate a moment to hand over output it had queued."""
-        native = self._native
-        if native is None or self._closed or self._terminating:
+        if not self._interrupt():
             return
-        self._terminating = True
-        self._outbox.clear()
-        self._cancel_all(native)
         self._drained = trio.Event()
         self._drain_tag = self._post(DRAIN)
         with trio.move_on_after(DRAIN_TIMEOUT):
@@ -131,12 +127,18 @@ class Isolate:
     def stop(self) -> None:
         """The program finished: interrupt anything it left running (a program may
         spin after ``exit()``) and ignore whatever it reports from now on."""
+        self._interrupt()
+
+    def _interrupt(self) -> bool:
+        """Cancel every evaluation in flight and stop sending commands, once; False
+        when there is nothing (left) to interrupt."""
         native = self._native
         if native is None or self._closed or self._terminating:
-            return
+            return False
         self._terminating = True
         self._outbox.clear()
         self._cancel_all(native)
+        return True
 
     async def close(self) -> None:
         """Free the isolate (stops any JavaScript still running, joins its thread)."""

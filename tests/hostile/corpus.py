@@ -135,11 +135,11 @@ class HostileProgram:
     tools: tuple[str, ...]
     expect: Expectation
     fatal_in_thread_mode: bool = False
+    """V8 aborts its whole process on this program: contained in ``process`` mode only
+    (the test is skipped in ``thread`` mode, which documents that it cannot)."""
     config_overrides: Mapping[str, Any] = attrs.field(factory=dict)
     category: str = ""
     calls: tuple[tuple[str, JSON], ...] | None = None
-    known_bug: str | None = None
-    """Set when the runtime does not meet the expectation yet (the test is xfail)."""
 
 
 def completed(*texts: str, error_text: str | None = None) -> Completed:
