@@ -47,6 +47,9 @@ from ._types import (
 from .integrations.python_tools import PythonTool, tool
 from .model_tools.session import CodeModeSession, NestedTool, Notification
 
+__version__ = "0.1.0"
+"""This release (``pyproject.toml`` reads it from here)."""
+
 __all__ = [
     "JSON",
     "AlreadyTerminating",
