@@ -1,9 +1,12 @@
 """``code-mode``: run a JavaScript file as a cell and print each event as it arrives.
 
     code-mode run examples/hello.js
+    code-mode run --mcp-config servers.json prog.js      # plus MCP servers' tools
+    code-mode mcp serve --tools pkg.module:tools [--mcp-config servers.json] [--http HOST:PORT]
 
 The cell gets a few harmless demo tools (``echo``, ``add``, ``sleep``, ``weather``) so a
-newcomer can see tool calls, yields and completion without writing any Python.
+newcomer can see tool calls, yields and completion without writing any Python. The MCP
+commands need the ``mcp`` extra (``code_mode.integrations.mcp``).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import functools
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -78,9 +82,16 @@ DEMO_TOOLS: list[ToolDefinition] = [
 
 
 class DemoDelegate:
-    """Implements the demo tools and prints notifications."""
+    """Implements the demo tools (and routes to ``tools``) and prints notifications."""
+
+    def __init__(self, tools: Sequence[Any] = ()) -> None:
+        self.tools = {tool.definition.tool_name: tool for tool in tools}
 
     async def invoke_tool(self, call: NestedToolCall) -> JSON:
+        tool = self.tools.get(call.tool_name)
+        if tool is not None:
+            result: JSON = await tool.call(call.input)
+            return result
         args = call.input if isinstance(call.input, dict) else {}
         name = call.tool_name.name
         if name == "echo":
@@ -125,10 +136,30 @@ def _describe(event: CellEvent) -> str:
     return "\n".join(lines)
 
 
-async def run_source(source: str, *, yield_seconds: float, config: RuntimeConfig) -> int:
-    """Run one program to its end, printing events; returns a process exit status."""
-    request = ExecuteRequest(tool_call_id="cli", enabled_tools=DEMO_TOOLS, source=source)
-    async with SessionRuntime(DemoDelegate(), config) as runtime:
+async def run_source(
+    source: str,
+    *,
+    yield_seconds: float,
+    config: RuntimeConfig,
+    tools: Sequence[Any] = (),
+    mcp_config: Path | None = None,
+) -> int:
+    """Run one program to its end, printing events; returns a process exit status.
+    ``tools`` (nested tools) and the servers of ``mcp_config`` join the demo tools."""
+    if mcp_config is None:
+        return await _run(source, yield_seconds, config, tools)
+    from .integrations.mcp._cli import mcp_config_tools
+
+    async with mcp_config_tools(mcp_config) as mcp_tools:
+        return await _run(source, yield_seconds, config, [*tools, *mcp_tools])
+
+
+async def _run(
+    source: str, yield_seconds: float, config: RuntimeConfig, tools: Sequence[Any]
+) -> int:
+    enabled = [*DEMO_TOOLS, *(tool.definition for tool in tools)]
+    request = ExecuteRequest(tool_call_id="cli", enabled_tools=enabled, source=source)
+    async with SessionRuntime(DemoDelegate(tools), config) as runtime:
         started = await runtime.execute(request, YieldAfter(yield_seconds))
         event = await started.initial_event()
         while True:
@@ -151,17 +182,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=10.0,
         help="report partial output at least this often (default 10)",
     )
+    mcp_config_help = "also run the MCP servers of this mcpServers JSON file (needs code-mode[mcp])"
+    run.add_argument("--mcp-config", type=Path, help=mcp_config_help)
+    mcp = commands.add_parser("mcp", help="MCP integration (needs code-mode[mcp])")
+    serve = mcp.add_subparsers(dest="mcp_command", required=True).add_parser(
+        "serve", help="serve exec/wait to MCP clients (stdio, or streamable HTTP with --http)"
+    )
+    serve.add_argument("--tools", action="append", metavar="PKG.MODULE:ATTR", help="nested tools")
+    serve.add_argument("--mcp-config", type=Path, help="MCP servers whose tools programs call")
+    serve.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP at /mcp")
     args = parser.parse_args(argv)
+    if args.command == "mcp":
+        try:
+            from .integrations.mcp._cli import serve_main
+        except ImportError as error:
+            print(f"code-mode: {error}", file=sys.stderr)
+            return 2
+        return serve_main(args)
     try:
         source = args.file.read_text(encoding="utf-8")
     except OSError as error:
         print(f"code-mode: {error}", file=sys.stderr)
         return 2
-    return trio.run(
-        functools.partial(
-            run_source, source, yield_seconds=args.yield_seconds, config=RuntimeConfig()
-        )
+    run_file = functools.partial(
+        run_source,
+        source,
+        yield_seconds=args.yield_seconds,
+        config=RuntimeConfig(),
+        mcp_config=args.mcp_config,
     )
+    try:
+        return trio.run(run_file)
+    except (ImportError, OSError, ValueError) as error:  # a missing extra, a bad config
+        print(f"code-mode: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover
