@@ -41,10 +41,20 @@ from ._config import (
     load_mcp_config,
     parse_mcp_config,
 )
+from ._server import (
+    DEFAULT_MAX_SESSIONS,
+    DEFAULT_SESSION_IDLE_TIMEOUT,
+    MCP_HTTP_PATH,
+    CodeModeMcpServer,
+)
 
 __all__ = [
+    "DEFAULT_MAX_SESSIONS",
+    "DEFAULT_SESSION_IDLE_TIMEOUT",
     "DEFAULT_STARTUP_TIMEOUT",
+    "MCP_HTTP_PATH",
     "MCP_NAMESPACE_PREFIX",
+    "CodeModeMcpServer",
     "McpConfigError",
     "McpServerConfig",
     "McpServers",
