@@ -8,15 +8,12 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+import mcp.types as types
 import pytest
 import trio
-
-pytest.importorskip("mcp")
-
-import mcp.types as types  # noqa: E402
-from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
-from mcp.client.streamable_http import streamable_http_client  # noqa: E402
-from mcp_support import (  # noqa: E402
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_support import (
     BLOCKED,
     PIXEL,
     SAFETY,
@@ -26,8 +23,8 @@ from mcp_support import (  # noqa: E402
     serve_command,
 )
 
-from code_mode import RuntimeConfig  # noqa: E402
-from code_mode.integrations.mcp import CodeModeMcpServer  # noqa: E402
+from code_mode import RuntimeConfig
+from code_mode.integrations.mcp import CodeModeMcpServer
 
 
 def texts(result: types.CallToolResult) -> list[str]:
@@ -86,7 +83,9 @@ async def test_stdio_lists_exec_and_wait_and_serves_them() -> None:
             assert [(log.level, log.data) for log in logs] == [("info", "half way")]
 
             code = '// @exec: {"yield_time_ms": 0}\nawait new Promise(r => setTimeout(r, 200));'
-            started = await exec_code(session, code + 'text(load("k")); image(' + json.dumps(PIXEL) + ")")
+            started = await exec_code(
+                session, code + 'text(load("k")); image(' + json.dumps(PIXEL) + ")"
+            )
             assert texts(started)[0].startswith("Script running with cell ID 2\n")
             finished = await session.call_tool("wait", {"cell_id": "2", "yield_time_ms": 20000})
             assert texts(finished)[0].startswith("Script completed\n")
@@ -163,8 +162,12 @@ async def test_http_sessions_are_separate() -> None:
             await exec_code(first, 'store("secret", "first"); text("stored")')
             await exec_code(second, 'store("other", 2); text("stored")')
             assert server.session_count == 2
-            mine = await exec_code(first, 'text(String(load("secret")), String(load("other")))')
-            theirs = await exec_code(second, 'text(String(load("secret")), String(load("other")))')
+            mine = await exec_code(
+                first, 'text(String(load("secret"))); text(String(load("other")))'
+            )
+            theirs = await exec_code(
+                second, 'text(String(load("secret"))); text(String(load("other")))'
+            )
             assert texts(mine)[1:] == ["first", "undefined"]
             assert texts(theirs)[1:] == ["undefined", "2"]
             # Cell ids are per session too.
@@ -222,7 +225,9 @@ async def test_http_server_survives_hostile_programs() -> None:
     server = CodeModeMcpServer([add], config=config)
     with trio.fail_after(SAFETY):
         async with http_server(server) as url, http_client(url) as session:
-            hog = await exec_code(session, "const a = []; while (true) a.push(new Array(1e6).fill(1));")
+            hog = await exec_code(
+                session, "const a = []; while (true) a.push(new Array(1e6).fill(1));"
+            )
             assert hog.is_error
             assert "memory limit" in texts(hog)[-1]
             spin = await exec_code(session, '// @exec: {"yield_time_ms": 100}\nwhile (true) {}')
@@ -262,8 +267,14 @@ async def test_mcp_inspector_cli_lists_and_calls_tools() -> None:
         listed = await run_inspector(["--method", "tools/list"])
         assert [tool["name"] for tool in listed["tools"]] == ["exec", "wait"]
         called = await run_inspector(
-            ["--method", "tools/call", "--tool-name", "exec", "--tool-arg",
-             "code=text(await tools.add({a: 20, b: 22}))"]
+            [
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "exec",
+                "--tool-arg",
+                "code=text(await tools.add({a: 20, b: 22}))",
+            ]
         )
         assert called["isError"] is False
         assert called["content"][0]["text"].startswith("Script completed\n")

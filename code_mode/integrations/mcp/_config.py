@@ -188,6 +188,17 @@ async def _connect(
     return session, result.instructions
 
 
+def _stderr() -> TextIO:
+    """Where the stderr of stdio servers goes by default: ``sys.stderr``, or the
+    process's own stderr when ``sys.stderr`` was replaced by an object without a file
+    descriptor (a child process can only inherit a real one)."""
+    try:
+        sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return sys.__stderr__ if sys.__stderr__ is not None else sys.stderr
+    return sys.stderr
+
+
 @asynccontextmanager
 async def connect_mcp_servers(
     servers: Sequence[McpServerConfig],
@@ -221,7 +232,7 @@ async def connect_mcp_servers(
                 starting = f"`{server.name}` ({server.command or server.url})"
                 try:
                     session, instructions = await _connect(
-                        stack, server, errlog if errlog is not None else sys.stderr
+                        stack, server, errlog if errlog is not None else _stderr()
                     )
                     server_tools = await list_mcp_tools(session, server.name)
                 except (OSError, MCPError, httpx2.HTTPError) as error:

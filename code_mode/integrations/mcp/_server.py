@@ -179,15 +179,21 @@ class _SessionPool:
                 task_status.started()
                 with entry.idle_scope:
                     await trio.sleep_forever()
+                # Forgotten before its cells are terminated: a request arriving now
+                # gets a new session rather than one that is closing.
+                self._forget(entry)
                 logger.debug("closing code mode session of MCP session %s", entry.key)
         except Exception:
             # A failure to close one session must not take the server (and every other
             # session) down with it.
             logger.exception("code mode session of MCP session %s failed", entry.key)
         finally:
-            if self._entries.get(entry.key) is entry:
-                del self._entries[entry.key]
+            self._forget(entry)
             entry.closed.set()
+
+    def _forget(self, entry: _Entry) -> None:
+        if self._entries.get(entry.key) is entry:
+            del self._entries[entry.key]
 
 
 class CodeModeMcpServer:
