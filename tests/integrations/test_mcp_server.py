@@ -3,7 +3,11 @@ on 127.0.0.1) and by the MCP Inspector's CLI."""
 
 from __future__ import annotations
 
+import functools
 import json
+import os
+import signal
+import subprocess
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -128,8 +132,6 @@ async def test_stdio_server_ends_its_cells_when_the_client_goes() -> None:
             },
         },
     ]
-    import os
-
     with trio.fail_after(SAFETY):
         process = await trio.lowlevel.open_process(
             [command, *args],
@@ -284,3 +286,32 @@ async def test_mcp_inspector_cli_lists_and_calls_tools() -> None:
         )
         assert waited["isError"] is True
         assert "exec cell 1 not found" in waited["content"][-1]["text"]
+
+
+async def test_cli_serves_streamable_http() -> None:
+    command, args, env = serve_command("--http", "127.0.0.1:0")
+    with trio.fail_after(SAFETY):
+        async with trio.open_nursery() as nursery:
+            process = await nursery.start(
+                functools.partial(
+                    trio.run_process,
+                    [command, *args],
+                    env={**os.environ, **env},
+                    stderr=subprocess.PIPE,
+                    check=False,
+                )
+            )
+            received = b""
+            while b"/mcp\n" not in received:
+                chunk = await process.stderr.receive_some()
+                assert chunk, f"the server ended: {received!r}"
+                received += chunk
+            url = received.decode().split(" at ")[-1].strip()
+            assert url.startswith("http://127.0.0.1:")
+            async with http_client(url) as session:
+                result = await exec_code(session, "text(await tools.add({a: 1, b: 2}))")
+                assert texts(result)[1:] == ["3"]
+                assert session.server_info is not None
+                assert session.server_info.name == "code-mode"
+            process.send_signal(signal.SIGINT)
+        assert process.returncode == 130

@@ -87,6 +87,16 @@ def serve_main(args: argparse.Namespace) -> int:
     except (ValueError, OSError, McpConfigError, TypeError) as error:
         print(f"code-mode: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 130
+    except BaseException as error:
+        if _interrupted(error):  # Ctrl-C: a normal way to stop a server
+            return 130
+        raise
     return 0
+
+
+def _interrupted(error: BaseException) -> bool:
+    """Whether ``error`` is a ``KeyboardInterrupt``, possibly inside exception groups
+    (it reaches ``trio.run`` through the server's nurseries)."""
+    if isinstance(error, BaseExceptionGroup):
+        return error.split(KeyboardInterrupt)[1] is None
+    return isinstance(error, KeyboardInterrupt)

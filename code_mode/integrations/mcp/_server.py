@@ -23,6 +23,7 @@ request's stream while one is in flight and on the session's stream otherwise.
 
 from __future__ import annotations
 
+import importlib.metadata
 import itertools
 import logging
 import math
@@ -94,7 +95,6 @@ class _Entry:
         self.session: CodeModeSession | None = None
         self.busy = 0
         self.idle_scope = trio.CancelScope()
-        self.closed = trio.Event()
         self.call_ids = itertools.count(1)
         self.by_call: dict[str, _Listener] = {}
         self.by_cell: dict[str, _Listener] = {}
@@ -189,7 +189,6 @@ class _SessionPool:
             logger.exception("code mode session of MCP session %s failed", entry.key)
         finally:
             self._forget(entry)
-            entry.closed.set()
 
     def _forget(self, entry: _Entry) -> None:
         if self._entries.get(entry.key) is entry:
@@ -240,6 +239,7 @@ class CodeModeMcpServer:
         self._pool: _SessionPool | None = None
         self.server: Server[_SessionPool] = Server(
             name,
+            version=_version(),
             instructions=instructions,
             lifespan=self._lifespan,
             on_list_tools=self._list_tools,
@@ -365,6 +365,13 @@ async def _serve_call(
     finally:
         if cell_key is not None and entry.by_cell.get(cell_key) is listener:
             del entry.by_cell[cell_key]
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("code-mode")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - not installed
+        return ""
 
 
 def _session_key(ctx: ServerRequestContext[_SessionPool]) -> str:
