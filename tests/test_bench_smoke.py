@@ -42,7 +42,15 @@ def test_runner_produces_every_benchmark_and_target(tmp_path: Path) -> None:
     results = run_all(TINY)
 
     assert set(results) == {"meta", "benchmarks", "targets"}
-    assert results["meta"]["modes"] == modes
+    meta = results["meta"]
+    assert meta["modes"] == modes
+    assert meta["machine"]["pku"] in (True, False)
+    assert meta["machine"]["kernel"] and meta["machine"]["cpu"]
+    # Each side runs with its own V8 flags: ours are code_mode's, the baseline's
+    # mini-racer's defaults.
+    assert set(meta["v8_flags"]) == {*modes, "raw"}
+    assert "--no-lazy" in meta["v8_flags"][modes[0]]
+    assert "--no-lazy" not in meta["v8_flags"]["raw"]
     benchmarks = results["benchmarks"]
     assert list(benchmarks) == list(ALL)
     for bench_id in ("B1", "B2", "B3", "B4", "B5"):
@@ -55,13 +63,22 @@ def test_runner_produces_every_benchmark_and_target(tmp_path: Path) -> None:
             assert set(result["ours"][mode]) == SUMMARY_KEYS
             assert result["ours"][mode]["n"] >= 1
             assert result["ratio"][mode] > 0
+        assert len(result["load"]) == 2
+    b1 = benchmarks["B1"]
+    best = b1["baseline_best"]
+    assert best["median"] == min(b1["baseline"]["median"], b1["burst_baseline"]["median"])
+    assert best["series"] in ("paced", "burst")
     for mode in modes:
-        assert benchmarks["B1"]["burst"][mode]["n"] == TINY.b1_burst_cells
-        assert benchmarks["B1"]["burst_ratio"][mode] > 0
+        assert b1["burst"][mode]["n"] == TINY.b1_burst_cells
+        assert b1["ratio"][mode] == b1["ours"][mode]["median"] / best["median"]
+        assert b1["burst_ratio"][mode] == b1["burst"][mode]["median"] / best["median"]
         assert len(benchmarks["B2"]["gaps"]["cdf"][mode]) == 101
         assert benchmarks["B3"]["vs_b2"][mode] > 0
         assert not math.isnan(benchmarks["B5"]["excess"][mode])
-    assert benchmarks["B4"]["baseline_confirmed"]["n"] == TINY.b4_reps
+    b4 = benchmarks["B4"]
+    assert b4["baseline"]["n"] == b4["baseline_cancel_only"]["n"] == TINY.b4_reps
+    # Cancel-and-confirm includes the cancel: it can only take longer.
+    assert b4["baseline"]["median"] >= b4["baseline_cancel_only"]["median"]
 
     b6 = benchmarks["B6"]
     assert b6["counts"] == [2]
@@ -81,6 +98,16 @@ def test_runner_produces_every_benchmark_and_target(tmp_path: Path) -> None:
     for target in targets:
         assert isinstance(target["passed"], bool)
         assert target["kind"] in ("target", "aim")
+    for mode in modes:
+        judged = {
+            target["name"]: target["limit"]
+            for target in targets
+            if target["mode"] == mode and target["kind"] == "target"
+        }
+        assert judged["latency, paced / baseline's best"] == 0.3
+        assert judged["throughput, back to back / baseline's best"] == 1.0
+        assert judged["sequential call cost / wrap_py_function"] == 0.5
+        assert judged["terminate / cancel-and-confirm"] == 2.0
 
     table = format_table(results)
     for bench_id in ALL:
