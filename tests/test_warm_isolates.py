@@ -22,7 +22,7 @@ class FakeHandle:
         self.number = number
         self.closed = False
 
-    def post(self, code: str, tag: int, quiet: bool = False) -> None:
+    def post(self, code: str, tag: int, quiet: bool = False, probe: int | None = None) -> None:
         pass
 
     def cancel(self, tag: int) -> None:

@@ -40,9 +40,12 @@ class IsolateSink(Protocol):
 
 class IsolateHandle(Protocol):
     """Controls one isolate. ``post`` and ``cancel`` never block. A ``quiet`` post
-    reports only failures: its success is implied by the next evaluation's."""
+    reports only failures: its success is implied by the next evaluation's. With
+    ``probe``, the isolate's own thread posts the idleness probe (see
+    :data:`~code_mode._engine._native.PROBE`) under that tag once the evaluation
+    succeeded: one crossing from the host instead of two."""
 
-    def post(self, code: str, tag: int, quiet: bool = False) -> None: ...
+    def post(self, code: str, tag: int, quiet: bool = False, probe: int | None = None) -> None: ...
 
     def cancel(self, tag: int) -> None: ...
 
@@ -106,8 +109,8 @@ class _ThreadIsolate:
         self._native = native
         self._disposer = disposer
 
-    def post(self, code: str, tag: int, quiet: bool = False) -> None:
-        self._native.post(code, tag, quiet)
+    def post(self, code: str, tag: int, quiet: bool = False, probe: int | None = None) -> None:
+        self._native.post(code, tag, quiet, probe)
 
     def cancel(self, tag: int) -> None:
         self._native.cancel(tag)
@@ -321,8 +324,8 @@ class _TakenIsolate:
         self._handle = handle
         self._slot = slot
 
-    def post(self, code: str, tag: int, quiet: bool = False) -> None:
-        self._handle.post(code, tag, quiet)
+    def post(self, code: str, tag: int, quiet: bool = False, probe: int | None = None) -> None:
+        self._handle.post(code, tag, quiet, probe)
 
     def cancel(self, tag: int) -> None:
         self._handle.cancel(tag)

@@ -53,6 +53,9 @@ _BELL_END: Final = 2
 _FIRST_TAG: Final = 16
 FIRST_PROGRAM_TAG: Final = 1024
 
+#: An empty batch of commands: the idleness probe (see :meth:`NativeIsolate.post`).
+PROBE: Final = "[]"
+
 TASK_OK: Final = "ok"
 TASK_ERROR: Final = "error"
 TASK_OOM: Final = "oom"
@@ -150,6 +153,10 @@ class NativeIsolate:
         self._next_tag = _FIRST_TAG
         self._tasks: dict[int, int] = {}  # tag -> mini-racer task id, while in flight
         self._quiet: set[int] = set()  # tags whose success is not reported
+        # tag -> the probe the isolate thread posts once that tag succeeded. Guarded
+        # by _lock, like posting such a probe, so a cancel sees it posted or pending.
+        self._probes: dict[int, int] = {}
+        self._probe_text: Any = None  # PROBE, allocated once
         self._keep: list[Any] = []  # raw handles that must live as long as the context
         self._recv: Any = None  # the runtime's entry point (a function handle)
         self._argv: Any = None  # an empty array: its arguments (the batch is `this`)
@@ -192,6 +199,8 @@ class NativeIsolate:
                 dll.mr_free_value(self._ctx, handle)
         self._recv = self._take_item(buffer, "recv")
         self._argv = self._take_item(buffer, "argv")
+        self._probe_text = self._string_value(PROBE)
+        self._keep.append(self._probe_text)
 
     def _take_item(self, holder: Any, name: str) -> Any:
         """Removes ``holder[name]`` and keeps a handle to its value (set-up only)."""
@@ -223,18 +232,25 @@ class NativeIsolate:
         self._dll.mr_free_value(self._ctx, handle)
         return tag
 
-    def post(self, commands: str, tag: int, quiet: bool = False) -> None:
+    def post(self, commands: str, tag: int, quiet: bool = False, probe: int | None = None) -> None:
         """Queue a call of the runtime with ``commands`` (the JSON text of an array of
         commands) on the isolate thread under ``tag`` (at least 16, unique per
         isolate); its outcome reaches ``on_task``, except the plain success of a
         ``quiet`` one (the caller learns of it from a later call: the isolate runs
-        them in order). Never blocks."""
+        them in order). With ``probe`` (a tag), once this call succeeded the isolate
+        thread itself posts the empty batch ``[]`` under that tag: it runs after the
+        microtasks the call queued, so its report says the isolate went idle, and
+        the host posts once per batch instead of twice (each post wakes the isolate
+        thread). A probe is not posted after a failed call. Never blocks."""
         if self._closed:
             raise NativeIsolateError("isolate is closed")
-        if tag < _FIRST_TAG:
+        if tag < _FIRST_TAG or (probe is not None and probe < _FIRST_TAG):
             raise ValueError("evaluation tags start at 16")
         if quiet:
             self._quiet.add(tag)
+        if probe is not None:
+            with self._lock:
+                self._probes[tag] = probe
         handle = self._string_value(commands)
         self._tasks[tag] = int(
             self._dll.mr_call_function(self._ctx, self._recv, handle, self._argv, tag)
@@ -243,10 +259,26 @@ class NativeIsolate:
 
     def cancel(self, tag: int) -> None:
         """Interrupt the evaluation ``tag`` if it is running (V8 terminate-execution);
-        a queued one is skipped. Never blocks."""
-        task_id = self._tasks.get(tag)
+        a queued one is skipped, and so is a probe not posted yet. Never blocks."""
+        with self._lock:
+            for call, probe in list(self._probes.items()):
+                if probe == tag:
+                    del self._probes[call]
+            task_id = self._tasks.get(tag)
         if task_id is not None and not self._closed:
             self._dll.mr_cancel_task(self._ctx, task_id)
+
+    def _post_probe(self, tag: int) -> None:
+        """Posts the probe due after ``tag`` (isolate thread, inside its report)."""
+        with self._lock:
+            probe = self._probes.pop(tag, None)
+            if probe is None or self._closed:
+                return
+            self._tasks[probe] = int(
+                self._dll.mr_call_function(
+                    self._ctx, self._recv, self._probe_text, self._argv, probe
+                )
+            )
 
     def set_limits(self, memory_limit_bytes: int, max_message_chars: int) -> None:
         """Change the heap limit and the largest batch accepted. Never blocks (the
@@ -327,6 +359,11 @@ class NativeIsolate:
         self._dll.mr_free_value(self._ctx, raw)
         if outcome != TASK_OOM and self._dll.mr_hard_memory_limit_reached(self._ctx):
             outcome = TASK_OOM
+        if outcome == TASK_OK:
+            self._post_probe(tag)
+        else:
+            with self._lock:
+                self._probes.pop(tag, None)
         if tag in self._quiet:
             self._quiet.discard(tag)
             if outcome == TASK_OK:
@@ -337,9 +374,10 @@ class NativeIsolate:
 
     def close(self) -> None:
         """Stop any JavaScript, join the isolate thread and free the isolate. Blocks."""
-        if self._closed:
-            return
-        self._closed = True
+        with self._lock:  # no probe is posted from here on
+            if self._closed:
+                return
+            self._closed = True
         _pkeys.adopt_v8_rights()  # Isolate::Dispose runs on this thread
         ctx, self._ctx = self._ctx, None
         self._buffer_address = 0

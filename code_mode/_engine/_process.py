@@ -264,10 +264,12 @@ class RemoteIsolate:
         self._worker = worker
         self._id = isolate_id
 
-    def post(self, code: str, tag: int, quiet: bool = False) -> None:
+    def post(self, code: str, tag: int, quiet: bool = False, probe: int | None = None) -> None:
         header: dict[str, Any] = {"op": "post", "id": self._id, "tag": tag}
         if quiet:
             header["quiet"] = True
+        if probe is not None:
+            header["probe"] = probe
         self._worker.send(header, code)
 
     def cancel(self, tag: int) -> None:

@@ -114,7 +114,13 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
                 with lock:
                     native = isolates.get(isolate_id)
                 if native is not None and body is not None:
-                    native.post(body, int(header["tag"]), bool(header.get("quiet")))
+                    probe = header.get("probe")
+                    native.post(
+                        body,
+                        int(header["tag"]),
+                        bool(header.get("quiet")),
+                        None if probe is None else int(probe),
+                    )
             elif op == "cancel":
                 with lock:
                     native = isolates.get(isolate_id)

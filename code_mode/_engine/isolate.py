@@ -6,11 +6,13 @@ back typed events through an :class:`EngineListener`, all on the trio thread.
 
 Commands are coalesced: a command goes to the isolate at once when nothing is in
 flight, otherwise it waits for the evaluation in flight to end and goes with every
-other command that arrived meanwhile, as one evaluation followed by a *probe*.
-Because the isolate thread runs posted tasks in order and drains microtasks after each
-one, the probe finishing means every input sent so far has been processed and the
-microtask queue is empty; when no evaluation is left in flight the listener hears
-:meth:`EngineListener.on_engine_idle`, which the cell uses to detect a pending frontier.
+other command that arrived meanwhile, as one evaluation followed by a *probe*, which
+the isolate's own thread posts when the evaluation succeeded (one post per batch from
+here). Because the isolate thread runs posted tasks in order and drains microtasks
+after each one, the probe finishing means every input sent so far has been processed
+and the microtask queue is empty; when no evaluation is left in flight the listener
+hears :meth:`EngineListener.on_engine_idle`, which the cell uses to detect a pending
+frontier.
 """
 
 from __future__ import annotations
@@ -25,8 +27,6 @@ from ._backend import IsolateHandle, IsolateSource
 from ._bridge import EngineEvent, MessageValidator, Output, ProtocolViolation
 from ._native import FIRST_PROGRAM_TAG, TASK_ERROR, TASK_OK, TASK_OOM, TASK_TERMINATED
 
-#: An empty batch of commands: the idleness probe.
-PROBE = "[]"
 #: The last call on an interrupted isolate: flush only the output it had queued.
 DRAIN = '[{"t":"drain"}]'
 
@@ -76,13 +76,23 @@ class Isolate:
             max_message_chars=self._config.max_message_bytes,
         )
 
-    def _post(self, code: str, *, quiet: bool = False) -> int:
+    def _post(self, code: str) -> int:
         assert self._native is not None
         tag = self._next_tag
         self._next_tag += 1
-        (self._quiet_in_flight if quiet else self._in_flight).add(tag)
-        self._native.post(code, tag, quiet)
+        self._in_flight.add(tag)
+        self._native.post(code, tag)
         return tag
+
+    def _post_with_probe(self, code: str) -> None:
+        """Post ``code`` quietly, followed by the probe (tag + 1) that the isolate
+        thread posts once ``code`` ran: its report alone says both succeeded."""
+        assert self._native is not None
+        tag = self._next_tag
+        self._next_tag += 2
+        self._quiet_in_flight.add(tag)
+        self._in_flight.add(tag + 1)
+        self._native.post(code, tag, quiet=True, probe=tag + 1)
 
     def _cancel_all(self, native: IsolateHandle) -> None:
         for tag in [*self._quiet_in_flight, *self._in_flight]:
@@ -189,8 +199,7 @@ class Isolate:
         self._outbox.clear()
         # The command's success is implied by the probe's, which the isolate runs
         # next, after draining microtasks: one report per batch instead of two.
-        self._post(batch, quiet=True)
-        self._post(PROBE)
+        self._post_with_probe(batch)
 
     # -- IsolateSink: reports from the isolate (on the trio thread) ----------------
 
@@ -241,6 +250,8 @@ class Isolate:
             self._fail(f"exec runtime sent an invalid message: {violation}")
 
     def _on_task(self, tag: int, outcome: str, detail: str) -> None:
+        if tag in self._quiet_in_flight and outcome != TASK_OK:
+            self._in_flight.discard(tag + 1)  # its probe is never posted
         self._in_flight.discard(tag)
         self._quiet_in_flight.discard(tag)
         if outcome == TASK_OK:
