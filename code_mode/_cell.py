@@ -449,10 +449,12 @@ class Cell:
         self._callbacks_running += 1
 
     def _callback_finished(self) -> None:
+        # Not a reason to wake the cell task: of the callbacks, it only ever waits for
+        # notifications to finish (see _complete; _run_notification wakes it). Waking
+        # it after every tool call cost a task switch per call.
         self._callbacks_running -= 1
         self._callbacks_changed.set()
         self._callbacks_changed = trio.Event()
-        self._wake.set()
 
     def _start_tool_call(self, event: ToolCallRequested) -> None:
         if len(self._tool_scopes) >= self._config.max_outstanding_tool_calls:
@@ -539,6 +541,7 @@ class Cell:
         finally:
             self._notify_scopes.discard(scope)
             self._callback_finished()
+            self._wake.set()
 
     async def _cancel_callbacks(self, *, notifications: bool) -> None:
         """Cancel in-flight tool calls (and notifications if asked), then give them
