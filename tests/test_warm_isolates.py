@@ -145,6 +145,24 @@ async def test_a_cell_needing_an_isolate_takes_the_replacement_on_its_way(
             await handle.close()
 
 
+async def test_after_a_cell_had_to_wait_the_next_replacement_is_built_at_once(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    # Cells that find the pool empty come faster than isolates are built (back to
+    # back): delaying the replacement until the cell's first evaluation would only
+    # make the next cell wait longer, so it is built beside the cell.
+    async with warm_pool() as (warm, backend):
+        first = await take(warm)  # found ready: its replacement waits
+        assert len(backend.handles) == 1
+        second = await take(warm)  # found the pool empty and waited
+        # No report from either cell and no clock jump: the third is built already.
+        assert len(backend.handles) == 3
+        third = await take(warm)  # and the next cell finds it ready
+        assert len(backend.handles) == 3
+        for handle in (first, second, third):
+            await handle.close()
+
+
 async def test_closing_the_pool_does_not_wait_out_a_delayed_replacement(
     mock_clock: trio.testing.MockClock,
 ) -> None:

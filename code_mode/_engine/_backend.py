@@ -209,7 +209,9 @@ class WarmIsolates:
     isolate and the new isolate). So a replacement waits until the isolate just taken
     has finished its first evaluation (the program's synchronous start: a short cell
     is then done), or for :data:`REFILL_DELAY` at most, or until someone needs an
-    isolate and none is ready; then it is built at once.
+    isolate and none is ready; then it is built at once. Except when the cell taking
+    an isolate had to wait for it: cells then come faster than isolates are built,
+    and the next one is built at once, while the cell runs.
     """
 
     def __init__(
@@ -280,6 +282,7 @@ class WarmIsolates:
     async def create_isolate(
         self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
     ) -> IsolateHandle:
+        waited = False
         while True:
             while self._ready:
                 slot, handle = self._ready.pop(0)
@@ -291,12 +294,17 @@ class WarmIsolates:
                 ):
                     handle.set_limits(memory_limit_bytes, max_message_chars)
                 slot.target = sink
-                self.refill(after=slot)
+                # Cells that find the pool empty come faster than isolates are built
+                # (say, back to back): then the replacement is built at once, beside
+                # this cell, rather than after it; waiting would only make the next
+                # cell wait longer.
+                self.refill(after=None if waited else slot)
                 return _TakenIsolate(handle, slot)
             if not self._filling or self._closed:
                 break
             # A replacement is on its way: build it now and take it, rather than
             # building a second isolate beside it.
+            waited = True
             self._hurry()
             await self._fill_done.wait()
         handle = await self._backend.create_isolate(
