@@ -41,9 +41,9 @@ class IsolateSink(Protocol):
 class IsolateHandle(Protocol):
     """Controls one isolate. ``post`` and ``cancel`` never block. A ``quiet`` post
     reports only failures: its success is implied by the next evaluation's. With
-    ``probe``, the isolate's own thread posts the idleness probe (see
-    :data:`~code_mode._engine._native.PROBE`) under that tag once the evaluation
-    succeeded: one crossing from the host instead of two."""
+    ``probe``, the idleness probe (:data:`~code_mode._engine._native.PROBE`) is
+    queued right behind it under that tag: one request (in ``process`` mode, one
+    frame) for the two."""
 
     def post(self, code: str, tag: int, quiet: bool = False, probe: int | None = None) -> None: ...
 

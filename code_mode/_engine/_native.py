@@ -153,9 +153,6 @@ class NativeIsolate:
         self._next_tag = _FIRST_TAG
         self._tasks: dict[int, int] = {}  # tag -> mini-racer task id, while in flight
         self._quiet: set[int] = set()  # tags whose success is not reported
-        # tag -> the probe the isolate thread posts once that tag succeeded. Guarded
-        # by _lock, like posting such a probe, so a cancel sees it posted or pending.
-        self._probes: dict[int, int] = {}
         self._probe_text: Any = None  # PROBE, allocated once
         self._keep: list[Any] = []  # raw handles that must live as long as the context
         self._recv: Any = None  # the runtime's entry point (a function handle)
@@ -237,48 +234,35 @@ class NativeIsolate:
         commands) on the isolate thread under ``tag`` (at least 16, unique per
         isolate); its outcome reaches ``on_task``, except the plain success of a
         ``quiet`` one (the caller learns of it from a later call: the isolate runs
-        them in order). With ``probe`` (a tag), once this call succeeded the isolate
-        thread itself posts the empty batch ``[]`` under that tag: it runs after the
-        microtasks the call queued, so its report says the isolate went idle, and
-        the host posts once per batch instead of twice (each post wakes the isolate
-        thread). A probe is not posted after a failed call. Never blocks."""
+        them in order). With ``probe`` (a tag), the idleness probe (:data:`PROBE`)
+        is queued right behind it under that tag: it runs after the microtasks the
+        call queued, so its report says the isolate went idle. One request for the
+        two, which in ``process`` mode is one frame through the pipe instead of two.
+        Never blocks."""
         if self._closed:
             raise NativeIsolateError("isolate is closed")
         if tag < _FIRST_TAG or (probe is not None and probe < _FIRST_TAG):
             raise ValueError("evaluation tags start at 16")
         if quiet:
             self._quiet.add(tag)
-        if probe is not None:
-            with self._lock:
-                self._probes[tag] = probe
         handle = self._string_value(commands)
         self._tasks[tag] = int(
             self._dll.mr_call_function(self._ctx, self._recv, handle, self._argv, tag)
         )
         self._dll.mr_free_value(self._ctx, handle)
-
-    def cancel(self, tag: int) -> None:
-        """Interrupt the evaluation ``tag`` if it is running (V8 terminate-execution);
-        a queued one is skipped, and so is a probe not posted yet. Never blocks."""
-        with self._lock:
-            for call, probe in list(self._probes.items()):
-                if probe == tag:
-                    del self._probes[call]
-            task_id = self._tasks.get(tag)
-        if task_id is not None and not self._closed:
-            self._dll.mr_cancel_task(self._ctx, task_id)
-
-    def _post_probe(self, tag: int) -> None:
-        """Posts the probe due after ``tag`` (isolate thread, inside its report)."""
-        with self._lock:
-            probe = self._probes.pop(tag, None)
-            if probe is None or self._closed:
-                return
+        if probe is not None:
             self._tasks[probe] = int(
                 self._dll.mr_call_function(
                     self._ctx, self._recv, self._probe_text, self._argv, probe
                 )
             )
+
+    def cancel(self, tag: int) -> None:
+        """Interrupt the evaluation ``tag`` if it is running (V8 terminate-execution);
+        a queued one is skipped. Never blocks."""
+        task_id = self._tasks.get(tag)
+        if task_id is not None and not self._closed:
+            self._dll.mr_cancel_task(self._ctx, task_id)
 
     def set_limits(self, memory_limit_bytes: int, max_message_chars: int) -> None:
         """Change the heap limit and the largest batch accepted. Never blocks (the
@@ -359,11 +343,6 @@ class NativeIsolate:
         self._dll.mr_free_value(self._ctx, raw)
         if outcome != TASK_OOM and self._dll.mr_hard_memory_limit_reached(self._ctx):
             outcome = TASK_OOM
-        if outcome == TASK_OK:
-            self._post_probe(tag)
-        else:
-            with self._lock:
-                self._probes.pop(tag, None)
         if tag in self._quiet:
             self._quiet.discard(tag)
             if outcome == TASK_OK:
@@ -374,10 +353,9 @@ class NativeIsolate:
 
     def close(self) -> None:
         """Stop any JavaScript, join the isolate thread and free the isolate. Blocks."""
-        with self._lock:  # no probe is posted from here on
-            if self._closed:
-                return
-            self._closed = True
+        if self._closed:
+            return
+        self._closed = True
         _pkeys.adopt_v8_rights()  # Isolate::Dispose runs on this thread
         ctx, self._ctx = self._ctx, None
         self._buffer_address = 0

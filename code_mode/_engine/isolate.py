@@ -6,13 +6,12 @@ back typed events through an :class:`EngineListener`, all on the trio thread.
 
 Commands are coalesced: a command goes to the isolate at once when nothing is in
 flight, otherwise it waits for the evaluation in flight to end and goes with every
-other command that arrived meanwhile, as one evaluation followed by a *probe*, which
-the isolate's own thread posts when the evaluation succeeded (one post per batch from
-here). Because the isolate thread runs posted tasks in order and drains microtasks
-after each one, the probe finishing means every input sent so far has been processed
-and the microtask queue is empty; when no evaluation is left in flight the listener
-hears :meth:`EngineListener.on_engine_idle`, which the cell uses to detect a pending
-frontier.
+other command that arrived meanwhile, as one evaluation followed by a *probe*, in
+one request to the backend. Because the isolate thread runs posted tasks in order and
+drains microtasks after each one, the probe finishing means every input sent so far
+has been processed and the microtask queue is empty; when no evaluation is left in
+flight the listener hears :meth:`EngineListener.on_engine_idle`, which the cell uses
+to detect a pending frontier.
 """
 
 from __future__ import annotations
@@ -85,8 +84,8 @@ class Isolate:
         return tag
 
     def _post_with_probe(self, code: str) -> None:
-        """Post ``code`` quietly, followed by the probe (tag + 1) that the isolate
-        thread posts once ``code`` ran: its report alone says both succeeded."""
+        """Post ``code`` quietly, with the probe (tag + 1) queued right behind it, in
+        one request: the probe's report alone says both succeeded."""
         assert self._native is not None
         tag = self._next_tag
         self._next_tag += 2
@@ -250,8 +249,6 @@ class Isolate:
             self._fail(f"exec runtime sent an invalid message: {violation}")
 
     def _on_task(self, tag: int, outcome: str, detail: str) -> None:
-        if tag in self._quiet_in_flight and outcome != TASK_OK:
-            self._in_flight.discard(tag + 1)  # its probe is never posted
         self._in_flight.discard(tag)
         self._quiet_in_flight.discard(tag)
         if outcome == TASK_OK:
