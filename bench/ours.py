@@ -34,6 +34,8 @@ from code_mode import (
     Yielded,
 )
 
+from .stats import tree_cpu_seconds, tree_thread_waits, waits_between
+
 ECHO = ToolDefinition(
     name="echo",
     tool_name=ToolName("echo"),
@@ -83,11 +85,15 @@ class BenchDelegate:
     def __init__(self) -> None:
         self.record = False
         self.call_times: list[float] = []
+        #: call index -> snapshot of the thread waits when that call arrived
+        self.waits_at: dict[int, dict[int, int] | None] = {}
         self.closed = 0
         self.closed_changed = trio.Event()
 
     async def invoke_tool(self, call: NestedToolCall) -> JSON:
         if self.record:
+            if len(self.call_times) in self.waits_at:
+                self.waits_at[len(self.call_times)] = tree_thread_waits()
             self.call_times.append(time.perf_counter())
         if call.tool_name.name == "block":
             await trio.sleep_forever()
@@ -134,16 +140,24 @@ def _expect(event: object, expected: object) -> None:
 
 
 async def cell_latency(
-    cells: int, isolation: str = DEFAULT_MODE, warmup: int = 3, gap: float = 0.0
+    cells: int,
+    isolation: str = DEFAULT_MODE,
+    warmup: int = 3,
+    gap: float = 0.0,
+    cpu: list[float] | None = None,
 ) -> list[float]:
     """B1: ``execute`` -> ``Completed`` of ``text("done")``, one session, cells run one
     after another: the next starts as soon as the previous one's event arrived, or
     ``gap`` seconds later (an agent's think time, during which the previous isolate is
-    closed and a warm one prepared)."""
+    closed and a warm one prepared). With ``cpu``, appends the CPU time per cell of
+    the whole process tree (worker processes included) over the measured cells."""
     samples: list[float] = []
     delegate = BenchDelegate()
+    cpu_start = 0.0
     async with SessionRuntime(delegate, config=config(isolation)) as runtime:
         for index in range(warmup + cells):
+            if index == warmup:
+                cpu_start = tree_cpu_seconds()
             start = time.perf_counter()
             started = await runtime.execute(request('text("done");'), UNTIL_DONE)
             event = await started.initial_event()
@@ -153,6 +167,8 @@ async def cell_latency(
                 samples.append(elapsed)
             if gap > 0:
                 await trio.sleep(gap)
+        if cpu is not None and cells:
+            cpu.append((tree_cpu_seconds() - cpu_start) / cells)
     return samples
 
 
@@ -165,10 +181,15 @@ class CallRun:
 
     ``per_call``: one sample per repetition, (end of the program - first call reaching
     the host) / calls. ``gaps``: time between consecutive calls reaching the host, all
-    repetitions pooled (sequential loops only)."""
+    repetitions pooled (sequential loops only). ``cpu_per_call``: CPU time of the
+    whole process tree over the measured repetitions, per call (one value).
+    ``waits_per_call``: voluntary context switches of the process tree's threads per
+    call, one sample per repetition (how many thread wake-ups a call costs)."""
 
     per_call: list[float]
     gaps: list[float]
+    cpu_per_call: list[float] = attrs.Factory(list)
+    waits_per_call: list[float] = attrs.Factory(list)
 
 
 async def tool_calls(
@@ -179,9 +200,15 @@ async def tool_calls(
     delegate = BenchDelegate()
     per_call: list[float] = []
     gaps: list[float] = []
+    waits_per_call: list[float] = []
+    cpu_start = 0.0
     async with SessionRuntime(delegate, config=config(isolation)) as runtime:
         for index in range(warmup + reps):
+            if index == warmup:
+                cpu_start = tree_cpu_seconds()
             delegate.call_times = []
+            # Between the first and the last call (the cell's isolate is alive then).
+            delegate.waits_at = {0: None, calls - 1: None}
             delegate.record = True
             started = await runtime.execute(request(source), UNTIL_DONE)
             event = await started.initial_event()
@@ -194,9 +221,13 @@ async def tool_calls(
             if index < warmup:
                 continue
             per_call.append((end - times[0]) / calls)
+            first, last = delegate.waits_at[0], delegate.waits_at[calls - 1]
+            if first is not None and last is not None and calls > 1:
+                waits_per_call.append(waits_between(first, last) / (calls - 1))
             if not parallel:
                 gaps.extend(later - earlier for earlier, later in itertools.pairwise(times))
-    return CallRun(per_call, gaps)
+        cpu = [(tree_cpu_seconds() - cpu_start) / (calls * reps)] if reps else []
+    return CallRun(per_call, gaps, cpu, waits_per_call)
 
 
 # -- B4 --------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import attrs
 from py_mini_racer import MiniRacer
 
 from .ours import BenchError
+from .stats import tree_cpu_seconds, tree_thread_waits, waits_between
 
 
 def _sequential(calls: int) -> str:
@@ -39,11 +40,16 @@ def install_global(racer: MiniRacer, name: str, value: Any) -> None:
 # -- B1 --------------------------------------------------------------------------------
 
 
-def cell_latency(cells: int, warmup: int = 3, gap: float = 0.0) -> list[float]:
+def cell_latency(
+    cells: int, warmup: int = 3, gap: float = 0.0, cpu: list[float] | None = None
+) -> list[float]:
     """B1 baseline: ``MiniRacer()`` + ``eval('"done"')`` + ``close()``, one after the
-    other, or ``gap`` seconds apart."""
+    other, or ``gap`` seconds apart. With ``cpu``, appends the CPU time per cell."""
     samples: list[float] = []
+    cpu_start = 0.0
     for index in range(warmup + cells):
+        if index == warmup:
+            cpu_start = tree_cpu_seconds()
         if gap > 0 and index > 0:
             time.sleep(gap)
         start = time.perf_counter()
@@ -55,6 +61,8 @@ def cell_latency(cells: int, warmup: int = 3, gap: float = 0.0) -> list[float]:
             raise BenchError(f"mini-racer returned {value!r}")
         if index >= warmup:
             samples.append(elapsed)
+    if cpu is not None and cells:
+        cpu.append((tree_cpu_seconds() - cpu_start) / cells)
     return samples
 
 
@@ -65,6 +73,8 @@ def cell_latency(cells: int, warmup: int = 3, gap: float = 0.0) -> list[float]:
 class CallRun:
     per_call: list[float]
     gaps: list[float]
+    cpu_per_call: list[float] = attrs.Factory(list)
+    waits_per_call: list[float] = attrs.Factory(list)
 
 
 async def _tool_calls(calls: int, reps: int, parallel: bool, warmup: int) -> CallRun:
@@ -72,8 +82,13 @@ async def _tool_calls(calls: int, reps: int, parallel: bool, warmup: int) -> Cal
     times: list[float] = []
     per_call: list[float] = []
     gaps: list[float] = []
+    waits_per_call: list[float] = []
+
+    waits_at: dict[int, dict[int, int]] = {}
 
     async def echo(value: Any) -> Any:
+        if len(times) in (0, calls - 1):
+            waits_at[len(times)] = tree_thread_waits()
         times.append(time.perf_counter())
         return value
 
@@ -81,8 +96,12 @@ async def _tool_calls(calls: int, reps: int, parallel: bool, warmup: int) -> Cal
         async with racer.wrap_py_function(echo) as function:
             install_global(racer, "echo", function)
             code = _parallel(calls) if parallel else _sequential(calls)
+            cpu_start = 0.0
             for index in range(warmup + reps):
+                if index == warmup:
+                    cpu_start = tree_cpu_seconds()
                 times.clear()
+                waits_at.clear()
                 promise: Any = racer.eval(code)
                 result = await promise
                 end = time.perf_counter()
@@ -91,11 +110,15 @@ async def _tool_calls(calls: int, reps: int, parallel: bool, warmup: int) -> Cal
                 if index < warmup:
                     continue
                 per_call.append((end - times[0]) / calls)
+                if calls > 1:
+                    waits = waits_between(waits_at[0], waits_at[calls - 1])
+                    waits_per_call.append(waits / (calls - 1))
                 if not parallel:
                     gaps.extend(later - earlier for earlier, later in itertools.pairwise(times))
+            cpu = [(tree_cpu_seconds() - cpu_start) / (calls * reps)] if reps else []
     finally:
         racer.close()
-    return CallRun(per_call, gaps)
+    return CallRun(per_call, gaps, cpu, waits_per_call)
 
 
 def tool_calls(calls: int, reps: int, *, parallel: bool, warmup: int = 1) -> CallRun:

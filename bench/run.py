@@ -175,7 +175,13 @@ def bench_b1(sizes: Sizes, modes: Sequence[str]) -> dict[str, Any]:
     is faster: pacing can slow the baseline down (its CPU clocks down, its caches go
     cold), and a ratio against a handicapped baseline would flatter us."""
     params = {"cells": sizes.b1_cells, "gap": sizes.b1_gap, "burst_cells": sizes.b1_burst_cells}
-    pooled = _in_children("B1", _sides(modes, True), sizes.rounds, params, ("paced", "burst"))
+    pooled = _in_children(
+        "B1",
+        _sides(modes, True),
+        sizes.rounds,
+        params,
+        ("paced", "burst", "cpu_paced", "cpu_burst"),
+    )
     samples: Samples = {"baseline": pooled[RAW]["paced"]}
     samples.update({mode: pooled[mode]["paced"] for mode in modes})
     result = _result(
@@ -198,30 +204,53 @@ def bench_b1(sizes: Sizes, modes: Sequence[str]) -> dict[str, Any]:
     result["baseline_best"] = {"median": best, "series": "burst" if best_is_burst else "paced"}
     result["ratio"] = {mode: ratio(result["ours"][mode]["median"], best) for mode in modes}
     result["burst_ratio"] = {mode: ratio(result["burst"][mode]["median"], best) for mode in modes}
+    result["cpu"] = _cpu(pooled, ("cpu_paced", "cpu_burst"), MS)
     result["cdf"]["baseline burst"] = _cdf(pooled[RAW]["burst"], MS)
     for mode in modes:
         result["cdf"][f"{mode} burst"] = _cdf(pooled[mode]["burst"], MS)
     return result
 
 
-def _calls(sizes: Sizes, modes: Sequence[str], *, parallel: bool) -> tuple[Samples, Samples]:
+def _cpu(
+    pooled: dict[str, dict[str, list[float]]], keys: Sequence[str], scale: float
+) -> dict[str, dict[str, float]]:
+    """Median CPU time of the process tree per cell or call, per side and series
+    (information: steadier than wall time on a shared machine)."""
+    return {
+        side: {key: summarize(series[key], scale).median for key in keys}
+        for side, series in pooled.items()
+    }
+
+
+def _calls(
+    sizes: Sizes, modes: Sequence[str], *, parallel: bool
+) -> tuple[Samples, Samples, dict[str, dict[str, float]]]:
     bench_id = "B3" if parallel else "B2"
     params = {
         "calls": sizes.b3_calls if parallel else sizes.b2_calls,
         "reps": sizes.b3_reps if parallel else sizes.b2_reps,
     }
-    pooled = _in_children(bench_id, _sides(modes, True), sizes.rounds, params, ("per_call", "gaps"))
+    pooled = _in_children(
+        bench_id,
+        _sides(modes, True),
+        sizes.rounds,
+        params,
+        ("per_call", "gaps", "cpu_per_call", "waits_per_call"),
+    )
     per_call: Samples = {"baseline": pooled[RAW]["per_call"]}
     gaps: Samples = {"baseline": pooled[RAW]["gaps"]}
     for mode in modes:
         per_call[mode] = pooled[mode]["per_call"]
         gaps[mode] = pooled[mode]["gaps"]
-    return per_call, gaps
+    cpu = _cpu(pooled, ("cpu_per_call",), US)
+    for side, series in pooled.items():  # thread wake-ups per call (a count, unscaled)
+        cpu[side]["thread waits per call"] = summarize(series["waits_per_call"]).median
+    return per_call, gaps, cpu
 
 
 def bench_b2(sizes: Sizes, modes: Sequence[str]) -> dict[str, Any]:
     """B2: sequential ``await tools.echo(...)``, cost per call."""
-    per_call, gaps = _calls(sizes, modes, parallel=False)
+    per_call, gaps, cpu = _calls(sizes, modes, parallel=False)
     return _result(
         "B2",
         f"sequential tool calls ({sizes.b2_calls} per cell), per call",
@@ -230,6 +259,7 @@ def bench_b2(sizes: Sizes, modes: Sequence[str]) -> dict[str, Any]:
         US,
         "wrap_py_function loop (asyncio)",
         calls=sizes.b2_calls,
+        cpu=cpu,
         gaps={
             "summary": {name: summarize(values, US).to_json() for name, values in gaps.items()},
             "cdf": {name: _cdf(values, US) for name, values in gaps.items()},
@@ -239,7 +269,7 @@ def bench_b2(sizes: Sizes, modes: Sequence[str]) -> dict[str, Any]:
 
 def bench_b3(sizes: Sizes, modes: Sequence[str], b2: dict[str, Any] | None) -> dict[str, Any]:
     """B3: ``Promise.all`` of tool calls, cost per call (compared with B2's)."""
-    per_call, _ = _calls(sizes, modes, parallel=True)
+    per_call, _, cpu = _calls(sizes, modes, parallel=True)
     result = _result(
         "B3",
         f"parallel tool calls ({sizes.b3_calls} in Promise.all), per call",
@@ -248,6 +278,7 @@ def bench_b3(sizes: Sizes, modes: Sequence[str], b2: dict[str, Any] | None) -> d
         US,
         "wrap_py_function + Promise.all (asyncio)",
         calls=sizes.b3_calls,
+        cpu=cpu,
     )
     result["vs_b2"] = {
         mode: (
@@ -597,6 +628,28 @@ def _rows_measurements(results: dict[str, Any]) -> list[list[str]]:
         if "burst_baseline" in result:
             label = f"baseline, back to back: {result['baseline_label']}"
             rows.append(_measurement_row(result, label, result["burst_baseline"], None))
+        for side, series in result.get("cpu", {}).items():
+            for key, value in series.items():
+                what = key.replace("cpu_", "").replace("_", " ")
+                name = "baseline" if side == RAW else f"code_mode ({side})"
+                waits = key.startswith("thread waits")
+                rows.append(
+                    [
+                        result["id"],
+                        (
+                            "voluntary context switches of the process tree per call [info]"
+                            if waits
+                            else f"CPU time of the process tree, {what} [info]"
+                        ),
+                        "" if waits else result["unit"],
+                        name,
+                        _fmt(value),
+                        "",
+                        "",
+                        "",
+                        "",
+                    ]
+                )
         if bench_id == "B4":
             label = "baseline [info]: task.cancel() -> CancelledError only"
             rows.append(_measurement_row(result, label, result["baseline_cancel_only"], None))

@@ -33,11 +33,17 @@ def _ours(bench: str, mode: str, params: dict[str, Any]) -> dict[str, Any]:
     from . import ours
 
     if bench == "B1":
+        cpu_paced: list[float] = []
+        cpu_burst: list[float] = []
         paced = trio.run(
-            functools.partial(ours.cell_latency, params["cells"], mode, gap=params["gap"])
+            functools.partial(
+                ours.cell_latency, params["cells"], mode, gap=params["gap"], cpu=cpu_paced
+            )
         )
-        burst = trio.run(ours.cell_latency, params["burst_cells"], mode)
-        return {"paced": paced, "burst": burst}
+        burst = trio.run(
+            functools.partial(ours.cell_latency, params["burst_cells"], mode, cpu=cpu_burst)
+        )
+        return {"paced": paced, "burst": burst, "cpu_paced": cpu_paced, "cpu_burst": cpu_burst}
     if bench in ("B2", "B3"):
         run = trio.run(
             functools.partial(
@@ -48,7 +54,12 @@ def _ours(bench: str, mode: str, params: dict[str, Any]) -> dict[str, Any]:
                 isolation=mode,
             )
         )
-        return {"per_call": run.per_call, "gaps": run.gaps}
+        return {
+            "per_call": run.per_call,
+            "gaps": run.gaps,
+            "cpu_per_call": run.cpu_per_call,
+            "waits_per_call": run.waits_per_call,
+        }
     if bench == "B4":
         return {"terminated": trio.run(ours.terminate_latency, params["reps"], mode)}
     if bench == "B5":
@@ -61,12 +72,19 @@ def _raw(bench: str, params: dict[str, Any]) -> dict[str, Any]:
     from . import raw
 
     if bench == "B1":
-        paced = raw.cell_latency(params["cells"], gap=params["gap"])
-        burst = raw.cell_latency(params["burst_cells"])
-        return {"paced": paced, "burst": burst}
+        cpu_paced: list[float] = []
+        cpu_burst: list[float] = []
+        paced = raw.cell_latency(params["cells"], gap=params["gap"], cpu=cpu_paced)
+        burst = raw.cell_latency(params["burst_cells"], cpu=cpu_burst)
+        return {"paced": paced, "burst": burst, "cpu_paced": cpu_paced, "cpu_burst": cpu_burst}
     if bench in ("B2", "B3"):
         run = raw.tool_calls(params["calls"], params["reps"], parallel=bench == "B3")
-        return {"per_call": run.per_call, "gaps": run.gaps}
+        return {
+            "per_call": run.per_call,
+            "gaps": run.gaps,
+            "cpu_per_call": run.cpu_per_call,
+            "waits_per_call": run.waits_per_call,
+        }
     if bench == "B4":
         cancelled = raw.cancel_latency(params["reps"])
         return {"cancelled": cancelled.cancelled, "confirmed": cancelled.confirmed}

@@ -75,6 +75,12 @@ def test_runner_produces_every_benchmark_and_target(tmp_path: Path) -> None:
         assert len(benchmarks["B2"]["gaps"]["cdf"][mode]) == 101
         assert benchmarks["B3"]["vs_b2"][mode] > 0
         assert not math.isnan(benchmarks["B5"]["excess"][mode])
+    # CPU time and thread wake-ups, per side (information beside the timings; CPU
+    # time is counted in clock ticks, so at these tiny sizes it may well be 0).
+    for side in [*modes, "raw"]:
+        assert b1["cpu"][side]["cpu_burst"] >= 0
+        assert benchmarks["B2"]["cpu"][side]["cpu_per_call"] >= 0
+        assert benchmarks["B2"]["cpu"][side]["thread waits per call"] >= 0
     b4 = benchmarks["B4"]
     assert b4["baseline"]["n"] == b4["baseline_cancel_only"]["n"] == TINY.b4_reps
     # Cancel-and-confirm includes the cancel: it can only take longer.
