@@ -341,12 +341,16 @@ class NativeIsolate:
         else:
             outcome = TASK_OK
         self._dll.mr_free_value(self._ctx, raw)
+        if outcome == TASK_OK and tag in self._quiet:
+            # Not reported. The memory-limit flag is sticky, so the report that implies
+            # this success (the probe's) also tells whether the limit was reached: one
+            # native call fewer inside this callback, where every native call lets go
+            # of the GIL and may have to wait for it again.
+            self._quiet.discard(tag)
+            return
         if outcome != TASK_OOM and self._dll.mr_hard_memory_limit_reached(self._ctx):
             outcome = TASK_OOM
-        if tag in self._quiet:
-            self._quiet.discard(tag)
-            if outcome == TASK_OK:
-                return
+        self._quiet.discard(tag)  # a failure is reported, quiet or not
         self._on_task(tag, outcome, detail)
 
     # -- teardown (blocking) ----------------------------------------------------
