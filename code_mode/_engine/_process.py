@@ -62,6 +62,11 @@ class WorkerProcess:
         self._pool = pool
         self._process: trio.Process | None = None
         self._send, self._receive = trio.open_memory_channel[bytes](float("inf"))
+        # Frames go straight into the pipe (non-blocking) while the writer task has
+        # nothing queued: no task switch per frame. Only what the pipe does not take
+        # at once waits for the writer task, and then everything after it too.
+        self._stdin_fd: int | None = None
+        self._queued = 0
         self._sinks: dict[int, IsolateSink] = {}
         self._creating: dict[int, _PendingCreate] = {}
         self._closing: dict[int, trio.Event] = {}
@@ -102,6 +107,8 @@ class WorkerProcess:
             raise
         self.started.set()
         task_status.started()
+        if isinstance(self._process.stdin, trio.lowlevel.FdStream):
+            self._stdin_fd = self._process.stdin.fileno()  # non-blocking
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._write_loop)
@@ -124,9 +131,11 @@ class WorkerProcess:
                     except (trio.WouldBlock, trio.EndOfChannel):
                         break
                 await stdin.send_all(b"".join(chunks))
+                self._queued -= len(chunks)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         finally:
+            self._stdin_fd = None  # never write to a closed (maybe reused) descriptor
             with (
                 trio.CancelScope(shield=True),
                 contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError),
@@ -215,9 +224,23 @@ class WorkerProcess:
     # -- used by RemoteIsolate -----------------------------------------------------
 
     def send(self, header: dict[str, Any], body: str | None = None) -> None:
-        if self.alive:
-            with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
-                self._send.send_nowait(frame(header, body))
+        if not self.alive:
+            return
+        data = frame(header, body)
+        fd = self._stdin_fd
+        if fd is not None and self._queued == 0:
+            try:
+                written = os.write(fd, data)
+            except BlockingIOError:
+                written = 0
+            except OSError:
+                return  # the pipe is broken: the reader sees the worker die
+            if written == len(data):
+                return
+            data = data[written:]
+        with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
+            self._send.send_nowait(data)
+            self._queued += 1
 
     async def create(
         self, isolate_id: int, sink: IsolateSink, memory: int, max_message: int
@@ -249,6 +272,7 @@ class WorkerProcess:
 
     def shutdown(self) -> None:
         """Close stdin: the worker closes its isolates and exits."""
+        self._stdin_fd = None
         self._send.close()
 
     def kill(self) -> None:
