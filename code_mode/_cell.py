@@ -57,7 +57,6 @@ from ._errors import AlreadyTerminating, BusyObserver, MissingCell, RuntimeFailu
 from ._observer import OneShot
 from ._tool_names import normalize_identifier
 from ._types import (
-    JSON,
     CellEvent,
     CellId,
     Completed,
@@ -106,7 +105,7 @@ class CellHost:
         delegate: SessionRuntimeDelegate,
         config: RuntimeConfig,
         backend: IsolateBackend,
-        commit_writes: Callable[[dict[str, JSON]], str | None],
+        commit_writes: Callable[[dict[str, str]], str | None],
         close_cell: Callable[[CellId], Awaitable[None]],
     ) -> None:
         self.nursery = nursery
@@ -185,7 +184,7 @@ class Cell:
     # ------------------------------------------------------------------------------
     # Start-up (runs under the session's registry lock)
 
-    async def prepare(self, initial_mode: ObserveMode, stored: dict[str, JSON]) -> _Observer:
+    async def prepare(self, initial_mode: ObserveMode, stored_json: str) -> _Observer:
         """Create the isolate and attach the initial observer, before the program can
         produce anything, so no early event is missed. Raises ``RuntimeFailure`` when
         V8 cannot start an isolate."""
@@ -198,8 +197,16 @@ class Cell:
                 await isolate.create()
             except NativeIsolateError as error:
                 raise RuntimeFailure(str(error), self.id) from None
+            try:
+                isolate.start(
+                    self, source=self._request.source, tools=tools_payload, stored_json=stored_json
+                )
+            except BaseException:
+                # Never leave an isolate behind for a cell that was not admitted.
+                with trio.CancelScope(shield=True):
+                    await isolate.close()
+                raise
             self._isolate = isolate
-            isolate.start(self, source=self._request.source, tools=tools_payload, stored=stored)
             self._on_started()
         return observer
 

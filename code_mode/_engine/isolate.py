@@ -93,26 +93,28 @@ class Isolate:
         *,
         source: str,
         tools: list[dict[str, str]],
-        stored: dict[str, Any],
+        stored_json: str,
     ) -> None:
-        """Run ``source``. ``tools`` lists ``{"ident", "description", "kind"}``."""
+        """Run ``source``. ``tools`` lists ``{"ident", "description", "kind"}``;
+        ``stored_json`` is the JSON text of the object ``key -> JSON text of the value``
+        (the session keeps it ready, so starting a cell never re-encodes stored values)."""
         self._listener = listener
         self._validator = MessageValidator(
             tool_kinds={tool["ident"]: tool["kind"] for tool in tools},
             max_json_depth=self._config.max_json_depth,
         )
-        self._send(
-            {
-                "t": "start",
-                "source": source,
-                "tools": tools,
-                "stored": stored,
-                "allow_remote_images": self._config.allow_remote_image_urls,
-                "max_stored_entries": self._config.max_stored_entries,
-                "max_stored_bytes": self._config.max_stored_bytes,
-                "memory_limit_bytes": self._config.memory_limit_bytes,
-            }
-        )
+        command = {
+            "t": "start",
+            "source": source,
+            "tools": tools,
+            "allow_remote_images": self._config.allow_remote_image_urls,
+            "max_stored_entries": self._config.max_stored_entries,
+            "max_stored_bytes": self._config.max_stored_bytes,
+            "max_json_depth": self._config.max_json_depth,
+            "memory_limit_bytes": self._config.memory_limit_bytes,
+        }
+        text = json.dumps(command, ensure_ascii=False, allow_nan=False)
+        self._send_text(text[:-1] + ',"stored":' + stored_json + "}")
 
     async def terminate(self) -> None:
         """Interrupt the program at once (even ``while (true) {}``), then give the
