@@ -9,6 +9,13 @@ import pytest
 
 from code_mode._engine._native import live_isolate_count
 
+from .native_child import cpu_description
+
+
+def pytest_report_header() -> str:
+    """Native behaviour depends on the CPU (memory protection keys): say which."""
+    return f"cpu: {cpu_description()}"
+
 
 def os_thread_count() -> int:
     """OS threads of this process (V8 isolate threads included)."""

@@ -28,9 +28,11 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final
 
+from py_mini_racer import _dll as mini_racer_dll
 from py_mini_racer import init_mini_racer
 from py_mini_racer._dll import MR_CALLBACK
 
+from . import _pkeys
 from ._prelude import prelude_source
 
 # Value type tags of mini-racer's C API (see py_mini_racer/_objects.py).
@@ -76,11 +78,25 @@ _context_lock = threading.Lock()
 
 
 def _library() -> Any:
+    """mini-racer's library, initialising V8 on first use.
+
+    The thread that initialises V8 is the one V8 gives rights on its memory protection
+    key (see :mod:`._pkeys`): its rights are recorded here, and every thread that later
+    creates or disposes of an isolate adopts them."""
     global _dll
     with _dll_lock:
         if _dll is None:
+            ours = mini_racer_dll._dll_handle is None
             _dll = init_mini_racer(flags=V8_FLAGS, ignore_duplicate_init=True)
+            if ours:
+                _pkeys.record_initial_rights()
+        _pkeys.adopt_v8_rights()
         return _dll
+
+
+def initialise_v8() -> None:
+    """Initialise V8 on the calling thread now (it happens on first use otherwise)."""
+    _library()
 
 
 class NativeIsolateError(Exception):
@@ -290,6 +306,7 @@ class NativeIsolate:
         if self._closed:
             return
         self._closed = True
+        _pkeys.adopt_v8_rights()  # Isolate::Dispose runs on this thread
         ctx, self._ctx = self._ctx, None
         self._buffer_address = 0
         if ctx:
@@ -300,5 +317,10 @@ class NativeIsolate:
 
 
 def live_isolate_count() -> int:
-    """How many mini-racer contexts (isolates) exist in this process (for tests)."""
-    return int(_library().mr_context_count())
+    """How many mini-racer contexts (isolates) exist in this process (for tests).
+
+    Does not initialise V8: a test that counts isolates must not change which thread
+    initialises it (that thread's protection-key rights matter, see :mod:`._pkeys`)."""
+    with _dll_lock:
+        dll = _dll
+    return 0 if dll is None else int(dll.mr_context_count())

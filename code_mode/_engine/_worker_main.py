@@ -22,7 +22,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
 
-from ._native import NativeIsolate, NativeIsolateError
+from ._native import NativeIsolate, NativeIsolateError, initialise_v8
 from ._wire import FrameReader, frame
 
 #: The ``python -c`` program that starts a worker. It registers a bare ``code_mode``
@@ -54,6 +54,10 @@ class _Writer:
 
 
 def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
+    # V8 first, on the main thread, before any other thread exists: every thread of
+    # this process then descends from V8's initialising thread and inherits its
+    # protection-key rights (see _pkeys.py).
+    initialise_v8()
     writer = _Writer(stdout)
     isolates: dict[int, NativeIsolate] = {}
     lock = threading.Lock()
