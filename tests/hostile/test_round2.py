@@ -12,7 +12,6 @@ from __future__ import annotations
 import trio
 
 from code_mode import (
-    JSON,
     CellEvent,
     Completed,
     NestedToolCall,
@@ -27,7 +26,9 @@ from ..helpers import SAFETY, GateDelegate, config, request
 MiB = 1024 * 1024
 
 
-async def run_cell(runtime: SessionRuntime, source: str, tools: list[str] | None = None) -> CellEvent:
+async def run_cell(
+    runtime: SessionRuntime, source: str, tools: list[str] | None = None
+) -> CellEvent:
     with trio.fail_after(10 * SAFETY):
         started = await runtime.execute(request(source, tools or []), YieldAfter(10 * SAFETY))
         return await started.initial_event()
@@ -75,7 +76,7 @@ async def test_text_the_host_cannot_parse_only_fails_load_of_its_key(isolation: 
         event = await run_cell(
             runtime, "text(load('good')); try { load('bad'); } catch (e) { text(e.name); }"
         )
-        assert event == Completed([Text("1"), Text("SyntaxError")])
+        assert event == Completed([Text("[1]"), Text("SyntaxError")])
 
 
 # -- item 4: numbers JavaScript writes and JSON cannot hold -------------------------
@@ -136,14 +137,9 @@ def test_a_forged_infinite_number_is_a_protocol_violation() -> None:
             + "}}]"
         )
         try:
-            MessageValidator(tool_idents=frozenset({"echo"}), max_json_depth=8).parse_batch(
-                batch
-            )
+            MessageValidator(tool_idents=frozenset({"echo"}), max_json_depth=8).parse_batch(batch)
         except ProtocolViolation as violation:
             assert "malformed message batch" in str(violation)
         else:
             raise AssertionError(f"{number[:10]} passed")
     assert validator.parse_batch('[{"t":"started"}]')
-
-
-JSONish = JSON
