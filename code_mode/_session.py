@@ -31,7 +31,7 @@ from typing import Final
 import attrs
 import trio
 
-from ._cell import Cell, CellHost, _Observer
+from ._cell import Cell, CellHost, _Observer, describe_exception
 from ._config import RuntimeConfig
 from ._delegate import SessionRuntimeDelegate
 from ._engine._backend import IsolateBackend, ThreadBackend, WarmIsolates
@@ -294,7 +294,9 @@ class SessionRuntime:
             await self._delegate.cell_closed(cell_id)
         except Exception as error:
             logger.warning(
-                "failed to close code mode delegate state for cell %s: %s", cell_id, error
+                "failed to close code mode delegate state for cell %s: %s",
+                cell_id,
+                describe_exception(error),
             )
         async with self._registry_lock:
             self._registry.pop(cell_id, None)

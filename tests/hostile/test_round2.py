@@ -12,6 +12,7 @@ from __future__ import annotations
 import trio
 
 from code_mode import (
+    JSON,
     CellEvent,
     Completed,
     NestedToolCall,
@@ -143,3 +144,184 @@ def test_a_forged_infinite_number_is_a_protocol_violation() -> None:
         else:
             raise AssertionError(f"{number[:10]} passed")
     assert validator.parse_batch('[{"t":"started"}]')
+
+
+# -- item 2: output items that cost nothing -----------------------------------------
+
+
+async def test_empty_output_items_are_capped(isolation: str) -> None:
+    """`text('')` and `console.log()` count 0 bytes: an endless loop of them used to
+    buffer millions of items under a 1 MiB byte limit and never end."""
+    limits = config(isolation, max_output_bytes=MiB, max_output_items=1000)
+    async with SessionRuntime(GateDelegate(), limits) as runtime:
+        for source in ("for (;;) text('');", "for (;;) console.log();"):
+            event = await run_cell(runtime, source)
+            assert isinstance(event, Completed)
+            assert event.error_text == (
+                "exec cell exceeded its limit of 1000 buffered output items "
+                "(RuntimeConfig.max_output_items)"
+            )
+            # Kept up to the item that broke the limit, as for `max_output_bytes`.
+            assert len(event.content_items) == 1001
+        # At the limit is fine, and the count starts again after each delivered event.
+        source = "for (let i = 0; i < 1000; i++) text(''); yield_control(); text('');"
+        started = await runtime.execute(request(source), YieldAfter(10 * SAFETY))
+        with trio.fail_after(SAFETY):
+            first = await started.initial_event()
+            assert len(first.content_items) == 1000
+            assert await runtime.observe(started.cell_id, YieldAfter(10 * SAFETY)) == Completed(
+                [Text("")]
+            )
+        await assert_carries_on(runtime)
+
+
+def test_the_default_output_item_limit_keeps_host_memory_near_the_byte_limit() -> None:
+    from code_mode import RuntimeConfig
+
+    defaults = RuntimeConfig()
+    # About 100 bytes of host memory per buffered item (a Text and its list slot).
+    assert defaults.max_output_items * 100 <= defaults.max_output_bytes
+
+
+# -- item 5: a misbehaving tool only rejects its call --------------------------------
+
+
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text for you")
+
+
+class ExplodingDict(dict[str, JSON]):
+    def items(self):  # type: ignore[no-untyped-def,override]
+        raise RuntimeError("items exploded")
+
+    def values(self):  # type: ignore[no-untyped-def,override]
+        raise RuntimeError("values exploded")
+
+
+class HostileTools(GateDelegate):
+    """``unprintable`` raises an exception whose ``__str__`` raises; ``exploding``
+    returns a dict whose ``items()`` raises; ``notify`` and ``cell_closed`` raise
+    unprintable exceptions too."""
+
+    async def invoke_tool(self, call: NestedToolCall) -> JSON:
+        if call.tool_name.name == "unprintable":
+            raise Unprintable()
+        if call.tool_name.name == "exploding":
+            return ExplodingDict(a=1)
+        return await super().invoke_tool(call)
+
+    async def notify(self, call_id: str, cell_id: object, text: str) -> None:  # type: ignore[override]
+        raise Unprintable()
+
+    async def cell_closed(self, cell_id: object) -> None:  # type: ignore[override]
+        raise Unprintable()
+
+
+async def test_a_tool_failure_that_cannot_be_described_only_rejects_its_call(
+    isolation: str,
+) -> None:
+    async with SessionRuntime(HostileTools(), config(isolation)) as runtime:
+        source = (
+            "for (const t of [tools.unprintable, tools.exploding]) {"
+            "  try { await t({}); } catch (e) { text(e.message); } }"
+            " notify('n'); text('done');"
+        )
+        event = await run_cell(runtime, source, ["unprintable", "exploding"])
+        assert event == Completed(
+            [
+                Text("Unprintable"),
+                Text("tool `exploding` returned a value that is not JSON data: items exploded"),
+                Text("done"),
+            ]
+        )
+        await assert_carries_on(runtime)
+
+
+# -- item 7: notifications are bounded ----------------------------------------------
+
+
+class SlowNotify(GateDelegate):
+    """``notify`` waits until the test releases it (or the cell cancels it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release_notify = trio.Event()
+        self.delivered: list[str] = []
+        self.busy = 0
+        self.most_busy = 0
+        self.all_busy = trio.Event()  # 16 notifications are with the delegate
+
+    async def notify(self, call_id: str, cell_id: object, text: str) -> None:  # type: ignore[override]
+        self.busy += 1
+        self.most_busy = max(self.most_busy, self.busy)
+        if self.busy >= 16:
+            self.all_busy.set()
+        try:
+            await self.release_notify.wait()
+            self.delivered.append(text)
+        finally:
+            self.busy -= 1
+
+
+async def test_notifications_in_flight_are_capped(isolation: str) -> None:
+    delegate = SlowNotify()
+    limits = config(isolation, max_pending_notifications=50)
+    async with SessionRuntime(delegate, limits) as runtime:
+        event = await run_cell(runtime, "for (let i = 0;; i++) notify('n' + i);")
+        assert event == Completed(
+            [],
+            error_text="exec cell exceeded its limit of 50 pending notifications "
+            "(RuntimeConfig.max_pending_notifications)",
+        )
+        # The notifications with the lagging delegate were cancelled.
+        assert delegate.delivered == []
+        assert delegate.busy == 0
+        # 50 in flight at most, waiting in order; they finish once the delegate answers.
+        delegate.release_notify.set()
+        event = await run_cell(runtime, "for (let i = 0; i < 50; i++) notify('m' + i);")
+        assert event == Completed([])
+        assert sorted(delegate.delivered) == sorted(f"m{i}" for i in range(50))
+
+
+async def test_a_burst_of_notifications_costs_a_few_tasks(isolation: str) -> None:
+    """A slow delegate used to get one task per `notify` (25 698 in 4 s); now at most
+    16 notifications of a cell are with it at once, the rest wait their turn."""
+    delegate = SlowNotify()
+    async with SessionRuntime(delegate, config(isolation)) as runtime:
+        started = await runtime.execute(
+            request("for (let i = 0; i < 1000; i++) notify('n' + i); text('sent');"),
+            YieldAfter(10 * SAFETY),
+        )
+        with trio.fail_after(SAFETY):
+            await delegate.all_busy.wait()
+        delegate.release_notify.set()
+        with trio.fail_after(SAFETY):
+            assert await started.initial_event() == Completed([Text("sent")])
+        assert delegate.most_busy == 16
+        assert sorted(delegate.delivered) == sorted(f"n{i}" for i in range(1000))
+
+
+# -- item 10: running time ------------------------------------------------------------
+
+
+async def test_a_cell_cannot_run_longer_than_its_time_limit(isolation: str) -> None:
+    limits = config(isolation, max_cell_seconds=0.3)
+    async with SessionRuntime(GateDelegate(), limits) as runtime:
+        limit_text = (
+            "exec cell exceeded its running-time limit of 0.3 seconds "
+            "(RuntimeConfig.max_cell_seconds)"
+        )
+        for source in (
+            "text('spinning'); store('k', 1); while (true) {}",
+            "text('waiting'); await tools.block({});",
+            "text('sleeping'); await new Promise((r) => setTimeout(r, 60000));",
+        ):
+            with trio.fail_after(SAFETY):
+                started = await runtime.execute(request(source, ["block"]), YieldAfter(60))
+                event = await started.initial_event()
+            assert isinstance(event, Completed)
+            assert event.error_text == limit_text
+            assert len(event.content_items) == 1
+        assert await run_cell(runtime, "text(String(load('k')));") == Completed([Text("undefined")])
+        await assert_carries_on(runtime)
