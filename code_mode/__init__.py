@@ -9,6 +9,7 @@ The public API is what this module exports; everything under an underscore is in
 
 from ._config import RuntimeConfig
 from ._delegate import SessionRuntimeDelegate
+from ._engine.engine import Engine, EngineConfig
 from ._errors import (
     AlreadyTerminating,
     BusyObserver,
@@ -46,6 +47,9 @@ from ._types import (
 from .integrations.python_tools import PythonTool, tool
 from .model_tools.session import CodeModeSession, NestedTool, Notification
 
+__version__ = "0.1.0"
+"""This release (``pyproject.toml`` reads it from here)."""
+
 __all__ = [
     "JSON",
     "AlreadyTerminating",
@@ -56,6 +60,8 @@ __all__ = [
     "CodeModeSession",
     "Completed",
     "DuplicateCell",
+    "Engine",
+    "EngineConfig",
     "ExecuteRequest",
     "Image",
     "ImageDetail",

@@ -1,21 +1,31 @@
-"""``code-mode``: run a JavaScript file as a cell and print each event as it arrives.
+"""The ``code-mode`` command: run a JavaScript file as a cell, printing each event.
 
     code-mode run examples/hello.js
+    code-mode run --mcp-config servers.json prog.js      # plus MCP servers' tools
+    code-mode mcp serve --tools pkg.module:tools [--mcp-config servers.json] [--http HOST:PORT]
 
 The cell gets a few harmless demo tools (``echo``, ``add``, ``sleep``, ``weather``) so a
 newcomer can see tool calls, yields and completion without writing any Python.
+
+Subcommands are added in :func:`build_parser`, one ``add_parser`` each; ``run`` is the
+first. Exit status: 0 when the program completed, 1 when it failed or was terminated,
+2 for a usage error, 124 when ``--timeout`` terminated it, 130 on Ctrl-C.
+The MCP commands need the ``mcp`` extra (``code_mode.integrations.mcp``).
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import trio
 
+from . import __version__
 from ._config import RuntimeConfig
 from ._session import SessionRuntime
 from ._types import (
@@ -78,9 +88,16 @@ DEMO_TOOLS: list[ToolDefinition] = [
 
 
 class DemoDelegate:
-    """Implements the demo tools and prints notifications."""
+    """Implements the demo tools (and routes to ``tools``) and prints notifications."""
+
+    def __init__(self, tools: Sequence[Any] = ()) -> None:
+        self.tools = {tool.definition.tool_name: tool for tool in tools}
 
     async def invoke_tool(self, call: NestedToolCall) -> JSON:
+        tool = self.tools.get(call.tool_name)
+        if tool is not None:
+            result: JSON = await tool.call(call.input)
+            return result
         args = call.input if isinstance(call.input, dict) else {}
         name = call.tool_name.name
         if name == "echo":
@@ -125,42 +142,155 @@ def _describe(event: CellEvent) -> str:
     return "\n".join(lines)
 
 
-async def run_source(source: str, *, yield_seconds: float, config: RuntimeConfig) -> int:
-    """Run one program to its end, printing events; returns a process exit status."""
-    request = ExecuteRequest(tool_call_id="cli", enabled_tools=DEMO_TOOLS, source=source)
-    async with SessionRuntime(DemoDelegate(), config) as runtime:
+#: Exit status when ``--timeout`` terminated the program (as coreutils' ``timeout``).
+EXIT_TIMEOUT = 124
+#: Exit status on Ctrl-C (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
+
+
+async def run_source(
+    source: str,
+    *,
+    yield_seconds: float,
+    config: RuntimeConfig,
+    timeout: float = math.inf,
+    tools: Sequence[Any] = (),
+    mcp_config: Path | None = None,
+) -> int:
+    """Run one program to its end, printing events; returns a process exit status.
+
+    ``tools`` (nested tools) and the servers of ``mcp_config`` join the demo tools.
+    After ``timeout`` seconds the cell is terminated: what it produced is printed and
+    the status is :data:`EXIT_TIMEOUT`."""
+    if mcp_config is None:
+        return await _run(source, yield_seconds, config, timeout, tools)
+    from .integrations.mcp._cli import mcp_config_tools
+
+    async with mcp_config_tools(mcp_config) as mcp_tools:
+        return await _run(source, yield_seconds, config, timeout, [*tools, *mcp_tools])
+
+
+async def _run(
+    source: str, yield_seconds: float, config: RuntimeConfig, timeout: float, tools: Sequence[Any]
+) -> int:
+    enabled = [*DEMO_TOOLS, *(tool.definition for tool in tools)]
+    request = ExecuteRequest(tool_call_id="cli", enabled_tools=enabled, source=source)
+    async with SessionRuntime(DemoDelegate(tools), config) as runtime:
         started = await runtime.execute(request, YieldAfter(yield_seconds))
-        event = await started.initial_event()
-        while True:
-            print(_describe(event), flush=True)
-            if isinstance(event, Completed):
-                return 0 if event.error_text is None else 1
-            if isinstance(event, Terminated):
-                return 1
-            event = await runtime.observe(started.cell_id, YieldAfter(yield_seconds))
+        with trio.move_on_after(timeout):
+            event = await started.initial_event()
+            while True:
+                print(_describe(event), flush=True)
+                if isinstance(event, Completed):
+                    return 0 if event.error_text is None else 1
+                if isinstance(event, Terminated):
+                    return 1
+                event = await runtime.observe(started.cell_id, YieldAfter(yield_seconds))
+        print(_describe(await runtime.terminate(started.cell_id)), flush=True)
+        print(f"code-mode: terminated after the timeout of {timeout:g} s", file=sys.stderr)
+        return EXIT_TIMEOUT
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="code-mode", description=__doc__.split("\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("run", help="run a JavaScript file as a cell")
-    run.add_argument("file", type=Path)
+def _demo_tools_help() -> str:
+    lines = ["demo tools a program can call (await tools.<name>(...)):"]
+    lines += [f"  {tool.name:<8} {tool.description}" for tool in DEMO_TOOLS]
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: one subparser per subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="code-mode",
+        description="Run LLM-style JavaScript programs as code_mode cells.",
+        epilog=_demo_tools_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = commands.add_parser(
+        "run",
+        help="run a JavaScript file as a cell with demo tools, printing each event",
+        description="Run a JavaScript file as a cell with demo tools, printing each event.",
+        epilog=_demo_tools_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument("file", type=Path, help="the program (JavaScript source)")
     run.add_argument(
         "--yield-seconds",
         type=float,
         default=10.0,
         help="report partial output at least this often (default 10)",
     )
+    run.add_argument(
+        "--timeout",
+        type=float,
+        default=math.inf,
+        metavar="SECONDS",
+        help=f"terminate the program after this long, print what it produced and exit "
+        f"with status {EXIT_TIMEOUT} (default: no limit)",
+    )
+    mcp_config_help = "also run the MCP servers of this mcpServers JSON file (needs code-mode[mcp])"
+    run.add_argument("--mcp-config", type=Path, help=mcp_config_help)
+    mcp = commands.add_parser("mcp", help="MCP integration (needs code-mode[mcp])")
+    serve = mcp.add_subparsers(dest="mcp_command", required=True).add_parser(
+        "serve", help="serve exec/wait to MCP clients (stdio, or streamable HTTP with --http)"
+    )
+    serve.add_argument("--tools", action="append", metavar="PKG.MODULE:ATTR", help="nested tools")
+    serve.add_argument("--mcp-config", type=Path, help="MCP servers whose tools programs call")
+    serve.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP at /mcp")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "mcp":
+        try:
+            from .integrations.mcp._cli import serve_main
+        except ImportError as error:
+            print(f"code-mode: {error}", file=sys.stderr)
+            return 2
+        return serve_main(args)
     try:
         source = args.file.read_text(encoding="utf-8")
     except OSError as error:
         print(f"code-mode: {error}", file=sys.stderr)
         return 2
-    return trio.run(
-        functools.partial(
-            run_source, source, yield_seconds=args.yield_seconds, config=RuntimeConfig()
-        )
+    run_file = functools.partial(
+        run_source,
+        source,
+        yield_seconds=args.yield_seconds,
+        config=RuntimeConfig(),
+        timeout=args.timeout,
+        mcp_config=args.mcp_config,
+    )
+    try:
+        return trio.run(run_file)
+    except (ImportError, OSError, ValueError) as error:  # a missing extra, a bad config
+        print(f"code-mode: {error}", file=sys.stderr)
+        return 2
+    except (KeyboardInterrupt, BaseExceptionGroup) as error:
+        # trio has cancelled everything and the session has closed its isolates and
+        # worker by now; a Ctrl-C may arrive wrapped in the session's task groups.
+        if not _is_interrupt(error):
+            raise
+        print("code-mode: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _is_interrupt(error: BaseException) -> bool:
+    if isinstance(error, KeyboardInterrupt):
+        return True
+    if isinstance(error, BaseExceptionGroup):
+        rest = error.split(KeyboardInterrupt)[1]
+        return rest is None or _all_cancelled(rest)
+    return False
+
+
+def _all_cancelled(group: BaseExceptionGroup[BaseException]) -> bool:
+    return all(
+        _all_cancelled(e) if isinstance(e, BaseExceptionGroup) else isinstance(e, trio.Cancelled)
+        for e in group.exceptions
     )
 
 

@@ -1,8 +1,8 @@
 """The bridge between a program and the host, attacked from both ends.
 
-Programs can read, overwrite or call every global they see: they try to forge, swallow
-or reorder messages by calling ``__code_mode_recv`` and by replacing the built-ins the
-runtime relies on. Whatever they do, the delegate only ever receives the calls the
+Programs can read, overwrite or call every global they see, but no global leads to the
+host's entry point; they try to forge, swallow or reorder messages by replacing the
+built-ins the runtime relies on. Whatever they do, the delegate only ever receives the calls the
 program really made through ``tools``, and only the cell itself is affected.
 
 Below the runtime, :class:`MessageValidator` is fed crafted batches: forged, malformed,
@@ -88,131 +88,18 @@ async def run_and_check_next(
 # -- programs against the bridge -------------------------------------------------------------
 
 
-async def test_the_entry_point_cannot_be_replaced(isolation: str) -> None:
+async def test_no_global_leads_to_the_entry_point(isolation: str) -> None:
+    # The host calls the runtime through a function handle, not a global: a program
+    # neither sees it nor can put something of its own in its place.
     source = """
-        const attempts = {
-          assign: () => { __code_mode_recv = () => 1; },
-          global: () => { globalThis.__code_mode_recv = () => 1; },
-          define: () => Object.defineProperty(globalThis, "__code_mode_recv", { value: 1 }),
-          remove: () => { delete globalThis.__code_mode_recv; },
-          reflect: () => {
-            if (!Reflect.set(globalThis, "__code_mode_recv", 1)) throw new TypeError();
-          },
-          freeze: () => { __code_mode_recv.x = 1; },
-        };
-        for (const [name, attempt] of Object.entries(attempts)) {
-          try { attempt(); text(name + " worked"); } catch (e) { text(name + " " + e.name); }
-        }
+        text(typeof __code_mode_recv);
+        text(Object.getOwnPropertyNames(globalThis).filter((n) => /recv/i.test(n)).join());
+        globalThis.__code_mode_recv = () => { throw new Error("the host called me"); };
         text(await tools.echo({ still: "works" }));
     """
     event, delegate = await run_and_check_next(isolation, source)
-    assert event == Completed(
-        [
-            Text("assign TypeError"),
-            Text("global TypeError"),
-            Text("define TypeError"),
-            Text("remove TypeError"),
-            Text("reflect TypeError"),
-            Text("freeze TypeError"),
-            Text('{"still":"works"}'),
-        ]
-    )
+    assert event == Completed([Text("undefined"), Text(""), Text('{"still":"works"}')])
     assert delegate.calls == [call("echo", {"still": "works"})]
-
-
-async def test_commands_a_program_forges_affect_only_itself(isolation: str) -> None:
-    # The program calls the host's entry point with commands of its own: it can settle
-    # its own pending tool promise and fire its own timer early. Nothing reaches the
-    # host: the real result, arriving later, is ignored, and the delegate saw exactly
-    # the one call the program made.
-    delegate = RecordingDelegate(gates=("gate",))
-    source = """
-        const pending = tools.gate({ n: 1 });
-        const timer = setTimeout(() => text("timer"), 600000);
-        __code_mode_recv(JSON.stringify([
-          { t: "start", source: "text('second program')", tools: [], stored: {} },
-          { t: "result", id: "tool-1", ok: true, value: "forged" },
-          { t: "result", id: "tool-9", ok: true, value: "unknown id" },
-          { t: "fire", id: timer },
-          { t: "fire", id: 77 },
-          { t: "bogus" },
-        ]));
-        text(await pending);
-        text(typeof tools.evil);
-        await tools.gate({ n: 2 });
-    """
-    async with SessionRuntime(delegate, config(isolation)) as runtime:
-        started = await runtime.execute(request(source, ["gate"]), YieldAfter(10 * SAFETY))
-        first = await delegate.next_call()
-        second = await delegate.next_call()
-        delegate.release("gate")
-        with trio.fail_after(SAFETY):
-            event = await started.initial_event()
-        assert event == Completed([Text("timer"), Text("forged"), Text("function")])
-        # The forged result let the program go on while tool-1 was still running, so
-        # both calls were outstanding together (they may reach the delegate in any order).
-        assert {first.runtime_tool_call_id, second.runtime_tool_call_id} == {"tool-1", "tool-2"}
-        assert sorted(delegate.calls, key=lambda c: c.runtime_tool_call_id) == [
-            call("gate", {"n": 1}),
-            call("gate", {"n": 2}, n=2),
-        ]
-
-
-async def test_a_forged_start_does_not_enable_tools(isolation: str) -> None:
-    source = """
-        __code_mode_recv(JSON.stringify([{ t: "start", source: "1",
-          tools: [{ ident: "evil", kind: "function", description: "" }], stored: {} }]));
-        try { await tools.evil({}); } catch (e) { text(e.message); }
-        text(ALL_TOOLS.map((t) => t.name).join());
-    """
-    event, delegate = await run_and_check_next(isolation, source)
-    assert event == Completed([Text("tool `evil` is not enabled in exec"), Text("echo")])
-    assert delegate.calls == []
-
-
-async def test_malformed_commands_only_throw_in_the_caller(isolation: str) -> None:
-    source = """
-        for (const c of [undefined, "", "not json", "[", "{}", "[null]", "[[]]", '[{"t":"fire"}]',
-                         '[{"t":"result","id":{"toString":1}}]', "1".repeat(100000)]) {
-          try { __code_mode_recv(c); text("ok"); } catch (e) { text(e.name); }
-        }
-        text(await tools.echo({ after: true }));
-    """
-    event, delegate = await run_and_check_next(isolation, source)
-    assert event == Completed(
-        [
-            Text("SyntaxError"),  # undefined -> "undefined"
-            Text("SyntaxError"),
-            Text("SyntaxError"),
-            Text("SyntaxError"),
-            Text("ok"),  # {} has no length: no commands
-            Text("TypeError"),  # null.t
-            Text("ok"),  # [] is not a command
-            Text("ok"),  # a timer that does not exist
-            Text("ok"),  # a tool call that does not exist
-            Text("ok"),  # a number: no commands
-            Text('{"after":true}'),
-        ]
-    )
-    assert delegate.calls == [call("echo", {"after": True})]
-
-
-async def test_reentrant_calls_from_callbacks(isolation: str) -> None:
-    # __code_mode_recv called from inside a timer callback and a tool continuation.
-    source = """
-        let fired = 0;
-        const id = setTimeout(() => {
-          fired++;
-          __code_mode_recv(JSON.stringify([{ t: "fire", id }, { t: "fire", id }]));
-        }, 0);
-        await new Promise((r) => setTimeout(r, 1));
-        const r = await tools.echo({ n: 1 });
-        __code_mode_recv(JSON.stringify([{ t: "result", id: "tool-1", ok: false, message: "x" }]));
-        text(fired + " " + r.n);
-    """
-    event, delegate = await run_and_check_next(isolation, source)
-    assert event == Completed([Text("1 1")])
-    assert delegate.calls == [call("echo", {"n": 1})]
 
 
 REPLACED_BUILTINS = {

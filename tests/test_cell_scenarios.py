@@ -428,15 +428,23 @@ async def test_a_yield_window_counts_from_the_start_while_the_program_computes(
             assert await runtime.terminate(started.cell_id) == Terminated([])
 
 
-async def test_output_queued_before_a_spin_is_handed_over_exactly_once(isolation: str) -> None:
-    # Output printed within a millisecond of the start travels with the next batch; a
-    # program that then spins never sends one, so the yield may see it or not, and the
-    # terminate drain hands over whatever it had not: together, exactly once.
-    source = 'text("queued"); while (true) {}'
+@pytest.mark.parametrize(
+    "source",
+    [
+        'text("phase 1"); while (true) {}',
+        'text("a"); console.log("b"); text("c"); while (true) {}',
+        'await tools.echo({}); text("after a call"); text("and more"); while (true) {}',
+    ],
+    ids=["first-item", "burst", "after-a-call"],
+)
+async def test_output_before_a_spin_reaches_the_yield(source: str, isolation: str) -> None:
+    # Every item reaches the host as the program makes it, even when the program never
+    # waits again: the yield that ends the window carries all of it, the terminate none.
     async with SessionRuntime(GateDelegate(), config(isolation)) as runtime:
-        started = await runtime.execute(request(source), YieldAfter(0.05))
-        with trio.fail_after(SAFETY):
+        started = await runtime.execute(request(source, ["echo"]), YieldAfter(0.1))
+        with trio.fail_after(SAFETY):  # hang guard; the window itself is 100 ms
             yielded = await started.initial_event()
             terminated = await runtime.terminate(started.cell_id)
-        assert isinstance(yielded, Yielded) and isinstance(terminated, Terminated)
-        assert yielded.content_items + terminated.content_items == [Text("queued")]
+        expected = [line.split('"')[1] for line in source.split(";") if '("' in line]
+        assert yielded == Yielded([Text(text) for text in expected])
+        assert terminated == Terminated([])

@@ -6,9 +6,12 @@ when none is running) and moves values one handle at a time. We use the C API
 directly instead, because the whole conversation with an isolate fits in two narrow
 paths:
 
-* **host -> isolate**: ``mr_eval`` of a tiny script ``__code_mode_recv("<json>")``. The
-  call only posts a task to the isolate's message-pump thread and returns at once, so
-  the trio thread never waits for JavaScript.
+* **host -> isolate**: ``mr_call_function`` of the runtime's entry point, with the JSON
+  text of a batch of commands as its receiver (``this``). The host holds the function
+  by a handle it took from the prelude's result, so no global leads to it: a program
+  cannot call, replace or even see it. The call only posts a task to the isolate's
+  message-pump thread and returns at once, so the trio thread never waits for
+  JavaScript, and unlike an evaluated script it costs no compilation.
 * **isolate -> host**: the JavaScript runtime writes a batch of JSON messages as UTF-16
   into a private ``ArrayBuffer`` whose backing memory we located once, then calls a
   native *doorbell* function. The doorbell runs :meth:`NativeIsolate._on_callback` on
@@ -148,6 +151,8 @@ class NativeIsolate:
         self._tasks: dict[int, int] = {}  # tag -> mini-racer task id, while in flight
         self._quiet: set[int] = set()  # tags whose success is not reported
         self._keep: list[Any] = []  # raw handles that must live as long as the context
+        self._recv: Any = None  # the runtime's entry point (a function handle)
+        self._argv: Any = None  # an empty array: its arguments (the batch is `this`)
         self._callback = MR_CALLBACK(self._on_callback)
         with _context_lock:
             self._ctx = self._dll.mr_init_context(self._callback)
@@ -185,6 +190,22 @@ class NativeIsolate:
             result = dll.mr_set_object_item(self._ctx, buffer, key, function)
             for handle in (function, key, result):
                 dll.mr_free_value(self._ctx, handle)
+        self._recv = self._take_item(buffer, "recv")
+        self._argv = self._take_item(buffer, "argv")
+
+    def _take_item(self, holder: Any, name: str) -> Any:
+        """Removes ``holder[name]`` and keeps a handle to its value (set-up only)."""
+        dll = self._dll
+        key = self._string_value(name)
+        value = dll.mr_get_object_item(self._ctx, holder, key)
+        if int(value.contents.type) in _ERROR_TYPES:
+            dll.mr_free_value(self._ctx, value)
+            dll.mr_free_value(self._ctx, key)
+            raise NativeIsolateError(f"failed to initialize code mode runtime: no {name}")
+        dll.mr_free_value(self._ctx, dll.mr_del_object_item(self._ctx, holder, key))
+        dll.mr_free_value(self._ctx, key)
+        self._keep.append(value)
+        return value
 
     def _string_value(self, text: str) -> Any:
         data = text.encode("utf-8")
@@ -192,28 +213,33 @@ class NativeIsolate:
 
     # -- the two paths ----------------------------------------------------------
 
-    def _post(self, code: str, tag: int | None = None, quiet: bool = False) -> int:
-        if tag is None:
-            with self._lock:
-                tag = self._next_tag
-                self._next_tag += 1
-        if quiet:
-            self._quiet.add(tag)
+    def _post(self, code: str) -> int:
+        """Evaluates ``code`` as a script (set-up only)."""
+        with self._lock:
+            tag = self._next_tag
+            self._next_tag += 1
         handle = self._string_value(code)
         self._tasks[tag] = int(self._dll.mr_eval(self._ctx, handle, tag))
         self._dll.mr_free_value(self._ctx, handle)
         return tag
 
-    def post(self, code: str, tag: int, quiet: bool = False) -> None:
-        """Queue ``code`` for evaluation on the isolate thread under ``tag`` (at least
-        16, unique per isolate); its outcome reaches ``on_task``, except the plain
-        success of a ``quiet`` one (the caller learns of it from a later evaluation:
-        the isolate runs them in order). Never blocks."""
+    def post(self, commands: str, tag: int, quiet: bool = False) -> None:
+        """Queue a call of the runtime with ``commands`` (the JSON text of an array of
+        commands) on the isolate thread under ``tag`` (at least 16, unique per
+        isolate); its outcome reaches ``on_task``, except the plain success of a
+        ``quiet`` one (the caller learns of it from a later call: the isolate runs
+        them in order). Never blocks."""
         if self._closed:
             raise NativeIsolateError("isolate is closed")
         if tag < _FIRST_TAG:
             raise ValueError("evaluation tags start at 16")
-        self._post(code, tag, quiet)
+        if quiet:
+            self._quiet.add(tag)
+        handle = self._string_value(commands)
+        self._tasks[tag] = int(
+            self._dll.mr_call_function(self._ctx, self._recv, handle, self._argv, tag)
+        )
+        self._dll.mr_free_value(self._ctx, handle)
 
     def cancel(self, tag: int) -> None:
         """Interrupt the evaluation ``tag`` if it is running (V8 terminate-execution);
@@ -221,6 +247,14 @@ class NativeIsolate:
         task_id = self._tasks.get(tag)
         if task_id is not None and not self._closed:
             self._dll.mr_cancel_task(self._ctx, task_id)
+
+    def set_limits(self, memory_limit_bytes: int, max_message_chars: int) -> None:
+        """Change the heap limit and the largest batch accepted. Never blocks (the
+        limit is a plain field that V8's garbage collection callback reads)."""
+        if self._closed:
+            return
+        self._max_message_chars = max_message_chars
+        self._dll.mr_set_hard_memory_limit(self._ctx, memory_limit_bytes)
 
     def memory_limit_reached(self) -> bool:
         return (not self._closed) and bool(self._dll.mr_hard_memory_limit_reached(self._ctx))

@@ -15,9 +15,11 @@ _LAZY_TAIL = "*/}"
 
 @functools.cache
 def prelude_source() -> str:
-    """The prelude: one strict function that defines the runtime in its closure,
-    installs ``__code_mode_recv`` and returns the private ``ArrayBuffer`` the host
-    reads messages from (and on which it then leaves the two native doorbells)."""
+    """The prelude: one strict function that defines the runtime in its closure and
+    returns the private ``ArrayBuffer`` the host reads messages from (on which it then
+    leaves the two native doorbells). The buffer carries, for the host to take once,
+    ``recv`` (the runtime's entry point) and ``argv`` (an empty array to call it with):
+    neither is reachable from any global."""
     js = Path(__file__).parent / "js"
     lazy = (js / _LAZY).read_text(encoding="utf-8")
     if "*/" in lazy:
@@ -44,6 +46,7 @@ def prelude_source() -> str:
         "function rtBellMore() { rtBellsReady(); rtBellMoreNative(); }\n"
         "function rtBellEnd() { rtBellsReady(); rtBellEndNative(); }\n"
         f"{body}\n"
+        "rtBuffer.recv = rtRecv; rtBuffer.argv = [];\n"
         "return rtBuffer;\n"
         "})()\n"
     )

@@ -21,13 +21,14 @@ from typing import Any, Protocol
 import trio
 
 from .._config import RuntimeConfig
-from ._backend import IsolateBackend, IsolateHandle
+from ._backend import IsolateHandle, IsolateSource
 from ._bridge import EngineEvent, MessageValidator, Output, ProtocolViolation
 from ._native import FIRST_PROGRAM_TAG, TASK_ERROR, TASK_OK, TASK_OOM, TASK_TERMINATED
 
-PROBE = '__code_mode_recv("[]")'
-#: The last evaluation on an interrupted isolate: flush only the output it had queued.
-DRAIN = '__code_mode_recv("[{\\"t\\":\\"drain\\"}]")'
+#: An empty batch of commands: the idleness probe.
+PROBE = "[]"
+#: The last call on an interrupted isolate: flush only the output it had queued.
+DRAIN = '[{"t":"drain"}]'
 
 #: How long a terminating isolate gets to hand over output it had queued but not yet
 #: sent, after its JavaScript was interrupted. A program spinning in its microtask
@@ -48,7 +49,7 @@ class EngineListener(Protocol):
 class Isolate:
     """One V8 isolate running one program, seen from trio."""
 
-    def __init__(self, backend: IsolateBackend, config: RuntimeConfig) -> None:
+    def __init__(self, backend: IsolateSource, config: RuntimeConfig) -> None:
         self._backend = backend
         self._config = config
         self._native: IsolateHandle | None = None
@@ -190,7 +191,7 @@ class Isolate:
         self._outbox.clear()
         # The command's success is implied by the probe's, which the isolate runs
         # next, after draining microtasks: one report per batch instead of two.
-        self._post(f"__code_mode_recv({json.dumps(batch)})", quiet=True)
+        self._post(batch, quiet=True)
         self._post(PROBE)
 
     # -- IsolateSink: reports from the isolate (on the trio thread) ----------------

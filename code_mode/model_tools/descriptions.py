@@ -219,9 +219,10 @@ sleep, `await new Promise(r => setTimeout(r, ms))`.
 - `exit(): never`: end the program now, successfully, with the output so far."""
 
 _DEFERRED: Final = """\
-Finding tools: to keep it short, this description does not list the {count} on \
-`tools`. Search for the ones you need from inside a program, and print only a few \
-matches, never the whole list:
+Some nested tools ({count}) are omitted from this description, but they remain \
+available on `tools` and in `ALL_TOOLS`. To find the ones you need, filter `ALL_TOOLS` \
+by `name` and `description` from inside a program, and print only a few matches, \
+never the whole array:
 ```js
 const hits = ALL_TOOLS.filter(t => /weather|forecast/i.test(`${{t.name}} ${{t.description}}`));
 text(hits.slice(0, 5).map(t => `${{t.name}}: ${{t.description}}`).join("\\n\\n"));

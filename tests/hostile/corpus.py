@@ -989,61 +989,14 @@ POLLUTION: Final = [
 BRIDGE: Final = [
     _program(
         "bridge",
-        "overwrite-redefine-delete",
-        "for (const [what, f] of [['assign', () => { __code_mode_recv = () => 1; }],"
-        " ['global', () => { globalThis.__code_mode_recv = () => 1; }],"
-        " ['define', () => Object.defineProperty(globalThis, '__code_mode_recv',"
-        " { value: () => 1 })],"
-        " ['delete', () => { delete globalThis.__code_mode_recv; }]]) {"
-        " try { f(); text(what + ': no error'); } catch (e) { text(what + ': ' + e.name); } }"
+        "entry-point-unreachable",
+        # The host calls the runtime through a function handle no global leads to: a
+        # global of that name is the program's own and the host never calls it.
+        "text(typeof __code_mode_recv);"
+        " globalThis.__code_mode_recv = () => { throw new Error('called'); };"
         " text(await tools.echo({ a: 1 }));",
-        Exactly(
-            completed(
-                "assign: TypeError",
-                "global: TypeError",
-                "define: TypeError",
-                "delete: TypeError",
-                '{"a":1}',
-            )
-        ),
+        Exactly(completed("undefined", '{"a":1}')),
         calls=(("echo", {"a": 1}),),
-    ),
-    _program(
-        "bridge",
-        "forged-tool-result",
-        # The program can settle its own pending promise; the host is not involved.
-        "const p = tools.block();"
-        " __code_mode_recv(JSON.stringify("
-        "[{ t: 'result', id: 'tool-1', ok: true, value: 'forged' }]));"
-        " text(await p);",
-        Exactly(completed("forged")),
-        calls=(("block", {}),),
-    ),
-    _program(
-        "bridge",
-        "forged-start",
-        "__code_mode_recv(JSON.stringify([{ t: 'start', source: 'text(1)',"
-        " tools: [{ ident: 'evil', kind: 'function', description: '' }], stored: {} }]));"
-        " await tools.evil({});",
-        FailsWith(exact="tool `evil` is not enabled in exec"),
-        calls=(),
-    ),
-    _program(
-        "bridge",
-        "malformed-commands",
-        'for (const c of [\'not json\', \'{"t":1}\', \'[1, null, {"t":"fire","id":99}]\','
-        ' \'[{"t":"result","id":"tool-7","ok":false}]\']) {'
-        " try { __code_mode_recv(c); text('accepted'); } catch (e) { text(e.name); } }",
-        # The program only ever hurts itself: `null` is not a command (TypeError).
-        Exactly(completed("SyntaxError", "accepted", "TypeError", "accepted")),
-        calls=(),
-    ),
-    _program(
-        "bridge",
-        "fires-own-timer-early",
-        "const id = setTimeout(() => text('cb'), 100000);"
-        " __code_mode_recv(JSON.stringify([{ t: 'fire', id }])); text('after');",
-        Exactly(completed("cb", "after")),
     ),
     _program(
         "bridge",
@@ -1052,7 +1005,7 @@ BRIDGE: Final = [
         # declaration, which cannot be deleted, so the runtime leaves `undefined` there.
         "text(Object.getOwnPropertyNames(globalThis).filter((n) => n.startsWith('__')).join());"
         " text(typeof __cm_bell_more + ' ' + typeof __cm_bell_end + ' ' + typeof __code_mode_gc);",
-        Exactly(completed("__code_mode_gc,__code_mode_recv", "undefined undefined undefined")),
+        Exactly(completed("__code_mode_gc", "undefined undefined undefined")),
     ),
 ]
 

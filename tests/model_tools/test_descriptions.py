@@ -298,9 +298,12 @@ def test_deferred_mode_is_short_and_explains_search() -> None:
     assert len(description) < len(full)
     assert "# Tools" not in description
     assert "declare const tools" not in description
-    assert "does not list the 8 tools on `tools`" in description
+    # The reference's facts of the interface, which models were trained on.
+    assert "Some nested tools (8 tools) are omitted from this description" in description
+    assert "they remain available on `tools` and in `ALL_TOOLS`" in description
+    assert "filter `ALL_TOOLS` by `name` and `description`" in description
     assert "ALL_TOOLS.filter(" in description
-    assert "never the whole list" in description
+    assert "print only a few matches" in description
     assert "- mcp__docs: Search and read the team's documentation." in description
     assert "- mcp__tracker: Issue tracker of the project." in description
     assert "Shared MCP Types:" in description  # a fixed cost, still useful for results
@@ -308,7 +311,7 @@ def test_deferred_mode_is_short_and_explains_search() -> None:
 
 def test_deferred_without_mcp_tools() -> None:
     description = exec_description([_tool("a", "b")], deferred=True)
-    assert "does not list the 1 tool on `tools`" in description
+    assert "Some nested tools (1 tool) are omitted from this description" in description
     assert "Shared MCP Types" not in description
     assert "Tool groups" not in description
 

@@ -7,7 +7,10 @@
 // `JSON.stringify`, `Array.prototype.push` or `Promise.prototype.then` cannot break
 // the runtime; it can only break itself.
 //
-// Host -> isolate: the host evaluates `__code_mode_recv("<json array of commands>")`.
+// Host -> isolate: the host calls `rtRecv` with the JSON text of a batch of commands as
+// its receiver (`this`), through a function handle it took from the prelude's result
+// (mini-racer's `mr_call_function`). The function is reachable from no global: a
+// program cannot see, call or replace the host's entry point.
 // Isolate -> host: `rtSend(message)` queues a JSON message; `rtFlush()` writes the
 // queued batch as UTF-16 into a private ArrayBuffer whose memory the host reads from
 // inside the native doorbell call (`rtBellMore` for a partial chunk, `rtBellEnd` for
@@ -72,7 +75,6 @@ const RT_CHUNK = 32768; // UTF-16 code units per doorbell
 const rtBuffer = new rtArrayBuffer(8 + 2 * RT_CHUNK);
 const rtHeader = new rtInt32Array(rtBuffer, 0, 2);
 const rtUnits = new rtUint16Array(rtBuffer, 8);
-const RT_FLUSH_AT = 256; // queued messages that force a flush
 // Queued characters that force a flush: a batch is one message or at most this much,
 // so batching never makes the host see a "message" bigger than any single one.
 const RT_FLUSH_CHARS = RT_CHUNK;
@@ -110,8 +112,6 @@ function rtWrite(s) {
   }
 }
 
-let rtLastFlush = 0; // when a batch last went out (Date.now(); set at start too)
-
 function rtFlush() {
   if (rtQueue.length === 0) return;
   // The queue is cleared only once the batch is out: if termination interrupts the
@@ -122,12 +122,9 @@ function rtFlush() {
   rtWrite("[" + rtReflectApply(rtArrayJoin, rtQueue, [","]) + "]");
   rtQueue = fresh;
   rtQueueChars = 0;
-  rtLastFlush = rtDateNow();
 }
 
-// Queues one message (already JSON text). Messages that the host must see now
-// (tool calls, notifications, yields, completion) flush at once; output items are
-// batched and flushed at the next such point or when the host probes for idleness.
+// Queues one message (already JSON text); a flush sends the queue as one batch.
 function rtEnqueue(json) {
   if (rtQueue.length !== 0 && rtQueueChars + json.length > RT_FLUSH_CHARS) {
     try {
@@ -140,23 +137,15 @@ function rtEnqueue(json) {
   rtQueueChars += json.length;
 }
 
-function rtSendRaw(json, urgent) {
+// Sends one message at once. Output too: every item reaches the host as the program
+// makes it (one native call each), so a program that then spins or dies (memory limit)
+// has handed over all it printed, and a yield while it spins carries that output.
+function rtSendRaw(json) {
   rtEnqueue(json);
   // Queued: from here on nothing may throw into the program (at the edge of the stack
   // any call can), or it would see a failed helper whose message still goes out.
   try {
-    // Output also goes out at once when no batch went out for a millisecond (a clock
-    // tick), so a program that then spins or dies (memory limit) has handed over what
-    // it printed; bursts of output, and a short program's whole output, still travel
-    // together.
-    if (
-      urgent ||
-      rtQueue.length >= RT_FLUSH_AT ||
-      rtQueueChars >= RT_FLUSH_CHARS ||
-      rtDateNow() - rtLastFlush >= 1
-    ) {
-      rtFlush();
-    }
+    rtFlush();
   } catch {
     // Sent by the next flush (at the latest, the host's probe).
   }
@@ -164,9 +153,9 @@ function rtSendRaw(json, urgent) {
 
 // `message` is a fresh object of the runtime's; without a prototype, a program's
 // `Object.prototype.toJSON` cannot change how it serializes.
-function rtSend(message, urgent) {
+function rtSend(message) {
   rtObjectSetPrototypeOf(message, null);
-  rtSendRaw(rtReflectApply(rtJSONStringify, undefined, [message]), urgent);
+  rtSendRaw(rtReflectApply(rtJSONStringify, undefined, [message]));
 }
 
 // ---------------------------------------------------------------------------
@@ -353,7 +342,6 @@ function rtText(value) {
   const item = cmTextItem(value);
   rtSendRaw(
     rtReflectApply(rtJSONStringify, undefined, [{ __proto__: null, t: "text", text: item.text }]),
-    false,
   );
   return undefined;
 }
@@ -361,15 +349,15 @@ function rtText(value) {
 function rtImage() {
   if (rtFinished) return undefined;
   const item = cmImageItem(arguments, rtAllowRemoteImages);
-  rtSend({ t: "image", image_url: item.image_url, detail: item.detail }, false);
+  rtSend({ t: "image", image_url: item.image_url, detail: item.detail });
   return undefined;
 }
 
 function rtSendItems(items) {
   for (let i = 0; i < items.length; i++) {
     const item = items[i];
-    if (item.type === "text") rtSend({ t: "text", text: item.text }, false);
-    else rtSend({ t: "image", image_url: item.image_url, detail: item.detail }, false);
+    if (item.type === "text") rtSend({ t: "text", text: item.text });
+    else rtSend({ t: "image", image_url: item.image_url, detail: item.detail });
   }
 }
 
@@ -382,7 +370,7 @@ function rtForwardOutput() {
 function rtConsoleMethod() {
   return function () {
     if (rtFinished) return undefined;
-    rtSend({ t: "text", text: cmConsoleText(arguments) }, false);
+    rtSend({ t: "text", text: cmConsoleText(arguments) });
     return undefined;
   };
 }
@@ -390,13 +378,13 @@ function rtConsoleMethod() {
 function rtNotify(value) {
   if (rtFinished) return undefined;
   const text = cmNotifyText(value);
-  rtSend({ t: "notify", text }, true);
+  rtSend({ t: "notify", text });
   return undefined;
 }
 
 function rtYieldControl() {
   if (rtFinished) return undefined;
-  rtSend({ t: "yield" }, true);
+  rtSend({ t: "yield" });
   return undefined;
 }
 
@@ -471,7 +459,7 @@ function rtSetTimeout(callback, delay) {
   rtTimerSeq += 1;
   const id = rtTimerSeq;
   rtReflectApply(rtMapSet, rtTimers, [id, callback]);
-  rtSend({ t: "timer", id, ms }, true);
+  rtSend({ t: "timer", id, ms });
   return id;
 }
 
@@ -485,7 +473,7 @@ function rtClearTimeout(id) {
   }
   if (!rtNumberIsFinite(n) || n <= 0) return undefined;
   if (rtReflectApply(rtMapDelete, rtTimers, [n]) && !rtFinished) {
-    rtSend({ t: "clear", id: n }, true);
+    rtSend({ t: "clear", id: n });
   }
   return undefined;
 }
@@ -528,7 +516,6 @@ function rtMakeTool(ident, kind) {
         ',"input":' +
         json +
         "}",
-      true,
     );
     return promise;
   };
@@ -594,7 +581,6 @@ function rtStart(command) {
   rtAllowRemoteImages = command.allow_remote_images !== false;
   rtStoredLimits = { entries: command.max_stored_entries, bytes: command.max_stored_bytes };
   rtMaxJsonDepth = command.max_json_depth;
-  rtLastFlush = rtDateNow();
   rtBufferLimit = command.memory_limit_bytes; // see buffers.js
   // Stored values arrive as the JSON texts their `store` wrote: nothing is parsed
   // (or copied again) until the program loads a key.
@@ -702,7 +688,9 @@ function rtDrain() {
   }
 }
 
-function rtRecv(json) {
+// `this` is the batch's JSON text (a primitive string: the prelude is strict code).
+function rtRecv() {
+  const json = this;
   const commands = rtReflectApply(rtJSONParse, undefined, [json]);
   for (let i = 0; i < commands.length; i++) {
     const command = commands[i];
@@ -739,9 +727,4 @@ rtObjectDefineProperty(Error, "prepareStackTrace", {
   configurable: true,
   enumerable: false,
 });
-rtObjectDefineProperty(rtGlobal, "__code_mode_recv", {
-  value: rtObjectFreeze(rtRecv),
-  writable: false,
-  configurable: false,
-  enumerable: false,
-});
+// `rtRecv` goes to the host on the prelude's result (see _prelude.py), to no global.
