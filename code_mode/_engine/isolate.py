@@ -16,6 +16,7 @@ microtask queue is empty; when no evaluation is left in flight the listener hear
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Protocol
 
 import trio
@@ -34,6 +35,23 @@ DRAIN = '[{"t":"drain"}]'
 #: sent, after its JavaScript was interrupted. A program spinning in its microtask
 #: queue never answers; it is then torn down without that last output.
 DRAIN_TIMEOUT = 0.05
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape_lone_surrogates(commands: str) -> str:
+    """``commands`` (JSON text) with each lone surrogate written as a ``\\uXXXX``
+    escape. They can only stand inside JSON strings (a program's source, a stored key, a
+    tool result), where the escape means the same character; the raw character has no
+    UTF-8 form, so the native layer could not pass the text on at all."""
+    if commands.isascii():
+        return commands
+    try:
+        commands.encode("utf-8")
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", commands)
+    return commands
 
 
 class EngineListener(Protocol):
@@ -187,7 +205,7 @@ class Isolate:
         if not self._outbox or native is None or self._terminating or self._failed:
             self._outbox.clear()
             return
-        batch = "[" + ",".join(self._outbox) + "]"
+        batch = _escape_lone_surrogates("[" + ",".join(self._outbox) + "]")
         self._outbox.clear()
         # The command's success is implied by the probe's, which the isolate runs
         # next, after draining microtasks: one report per batch instead of two.

@@ -325,3 +325,17 @@ async def test_a_cell_cannot_run_longer_than_its_time_limit(isolation: str) -> N
             assert len(event.content_items) == 1
         assert await run_cell(runtime, "text(String(load('k')));") == Completed([Text("undefined")])
         await assert_carries_on(runtime)
+
+
+async def test_lone_surrogates_reach_the_program_as_written(isolation: str) -> None:
+    """A lone surrogate in a source, a tool result or a stored key has no UTF-8 form;
+    it crossed to the isolate as the raw character and ended the worker (or, in thread
+    mode, the session). Now it crosses as a JSON escape and means the same."""
+    delegate = GateDelegate(results={"echo": "\ud800!"})
+    async with SessionRuntime(delegate, config(isolation)) as runtime:
+        source = (
+            "const r = await tools.echo({}); // \udfff\n"
+            "text(r.charCodeAt(0) === 0xd800 && '\udbff'.charCodeAt(0) === 0xdbff);"
+        )
+        assert await run_cell(runtime, source, ["echo"]) == Completed([Text("true")])
+        await assert_carries_on(runtime)
