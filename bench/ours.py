@@ -18,6 +18,7 @@ from code_mode import (
     JSON,
     CellId,
     Completed,
+    EngineConfig,
     ExecuteRequest,
     NestedToolCall,
     Pending,
@@ -54,11 +55,10 @@ DEFAULT_MODE = "default"
 
 
 def isolation_modes() -> list[str]:
-    """The ``RuntimeConfig.isolation`` modes to measure, the default one first."""
-    field = attrs.fields_dict(RuntimeConfig).get("isolation")
-    if field is None:
+    """The isolation modes to measure, the default engine's first."""
+    if "isolation" not in attrs.fields_dict(RuntimeConfig):
         return [DEFAULT_MODE]
-    default = str(field.default)
+    default = str(attrs.fields_dict(EngineConfig)["isolation"].default)
     return [default] + [mode for mode in ("process", "thread") if mode != default]
 
 

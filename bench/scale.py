@@ -107,10 +107,10 @@ def _busy(
 
 
 async def _settle(runtime: Any) -> None:
-    """Wait until the session's warm pool is full again: it refills after a cell got
+    """Wait until the engine's warm pool is full again: it refills after a cell got
     through its start, so without this "before" and "after" could hold different numbers
     of warm isolates. (Reads the pool's internals: a benchmark, not an API.)"""
-    warm = runtime._warm
+    warm = runtime.engine._warm
     if warm is None:
         return
     with trio.fail_after(10):

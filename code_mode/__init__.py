@@ -9,6 +9,7 @@ The public API is what this module exports; everything under an underscore is in
 
 from ._config import RuntimeConfig
 from ._delegate import SessionRuntimeDelegate
+from ._engine.engine import Engine, EngineConfig
 from ._errors import (
     AlreadyTerminating,
     BusyObserver,
@@ -59,6 +60,8 @@ __all__ = [
     "CodeModeSession",
     "Completed",
     "DuplicateCell",
+    "Engine",
+    "EngineConfig",
     "ExecuteRequest",
     "Image",
     "ImageDetail",

@@ -37,7 +37,7 @@ import trio
 
 from ._config import RuntimeConfig
 from ._delegate import SessionRuntimeDelegate
-from ._engine._backend import IsolateBackend
+from ._engine._backend import IsolateSource
 from ._engine._bridge import (
     BufferMemoryExceeded,
     EngineEvent,
@@ -105,7 +105,7 @@ class CellHost:
         nursery: trio.Nursery,
         delegate: SessionRuntimeDelegate,
         config: RuntimeConfig,
-        backend: IsolateBackend,
+        backend: IsolateSource,
         commit_writes: Callable[[dict[str, JSON]], str | None],
         close_cell: Callable[[CellId], Awaitable[None]],
     ) -> None:

@@ -80,23 +80,18 @@ class RuntimeConfig:
     """Largest single message from an isolate to the host, e.g. one tool input or one
     text item (default 16 MiB)."""
 
-    isolation: Literal["process", "thread"] = attrs.field(
-        default="process", validator=attrs.validators.in_(("process", "thread"))
+    isolation: Literal["process", "thread"] | None = attrs.field(
+        default=None, validator=attrs.validators.in_((None, "process", "thread"))
     )
-    """Where isolates run. ``"process"`` (the default) hosts them in worker processes,
-    so a fatal V8 failure (V8 aborts its process on some out-of-memory conditions, such
-    as one huge allocation) kills only a worker: its cells fail with a clear error and
-    the session carries on. ``"thread"`` runs them on threads of the host process:
-    lowest latency, for trusted code only, since such a failure ends the whole process.
-    See ``docs/security.md`` and ``docs/performance.md`` for the trade-off."""
-
-    worker_processes: int = attrs.field(default=1, validator=_positive)
-    """How many worker processes a session may run in ``"process"`` mode (default 1).
-    Cells are spread over them; a worker that dies takes only its own cells with it."""
-
-    warm_isolates: int = attrs.field(default=1, validator=_non_negative)
-    """Isolates a session keeps created ahead of time (default 1), so a new cell does
-    not wait for V8 to create an isolate and install the prelude. 0 turns it off."""
+    """Where this session's isolates must run: ``"process"`` (worker processes, which
+    contain even a fatal V8 failure) or ``"thread"`` (threads of the host process:
+    lowest latency, for trusted code only, since such a failure ends the whole
+    process); see ``docs/security.md``. ``None`` (the default) takes the engine's: a
+    session given no engine then uses the trio run's default ``"process"`` engine. A
+    session that names a mode gets an engine of that mode, never another: the default
+    engine for it, or an error if the engine it was given runs the other mode. How
+    isolates are hosted (worker processes, warm isolates, recycling) is the engine's
+    business: see :class:`~code_mode.EngineConfig`."""
 
     allow_remote_image_urls: bool = True
     """Whether ``image()`` accepts ``http(s)://`` URLs; ``False`` allows ``data:`` only."""

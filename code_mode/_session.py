@@ -31,9 +31,8 @@ import trio
 from ._cell import Cell, CellHost, _Observer
 from ._config import RuntimeConfig
 from ._delegate import SessionRuntimeDelegate
-from ._engine._backend import IsolateBackend, ThreadBackend, WarmIsolates
-from ._engine._process import ProcessPool
-from ._engine._worker import BlockingWorker
+from ._engine._default import default_engine
+from ._engine.engine import Engine
 from ._errors import DuplicateCell, MissingCell, ShuttingDown
 from ._observer import OneShot
 from ._types import JSON, CellEvent, CellId, ExecuteRequest, ObserveMode
@@ -76,13 +75,28 @@ class PendingEvent:
 
 
 class SessionRuntime:
-    """Runs cells for one agent session; use as ``async with SessionRuntime(...)``."""
+    """Runs cells for one agent session; use as ``async with SessionRuntime(...)``.
+
+    ``engine``: where the isolates run (see :class:`~code_mode.Engine`); sessions share
+    engines, and leaving a session leaves its engine running. Without one, the session
+    borrows the current trio run's default engine for ``config.isolation``.
+    """
 
     def __init__(
-        self, delegate: SessionRuntimeDelegate, config: RuntimeConfig | None = None
+        self,
+        delegate: SessionRuntimeDelegate,
+        config: RuntimeConfig | None = None,
+        *,
+        engine: Engine | None = None,
     ) -> None:
         self._delegate = delegate
         self._config = config if config is not None else RuntimeConfig()
+        if engine is not None and self._config.isolation not in (None, engine.isolation):
+            raise ValueError(
+                f"RuntimeConfig(isolation={self._config.isolation!r}) does not match the "
+                f"engine given, which runs isolates with isolation={engine.isolation!r}"
+            )
+        self._engine = engine
         self._registry: dict[CellId, Cell | str] = {}
         self._registry_lock = trio.Lock()
         self._cell_count = 0
@@ -92,59 +106,40 @@ class SessionRuntime:
         self._rejecting = False
         self._closed = False
         self._alive = False
+        self._entered = False
         self._nursery_manager: AbstractAsyncContextManager[trio.Nursery] | None = None
         self._nursery: trio.Nursery | None = None
-        self._engine_nursery_manager: AbstractAsyncContextManager[trio.Nursery] | None = None
-        self._worker = BlockingWorker("code-mode-create")
-        self._disposer = BlockingWorker("code-mode-dispose")
-        self._pool: ProcessPool | None = None
-        self._warm: WarmIsolates | None = None
         self._host: CellHost | None = None
 
     @property
     def config(self) -> RuntimeConfig:
         return self._config
 
+    @property
+    def engine(self) -> Engine | None:
+        """The engine this session's isolates run on (known once the block is entered)."""
+        return self._engine
+
     # -- the session block ---------------------------------------------------------
 
     async def __aenter__(self) -> SessionRuntime:
-        if self._nursery_manager is not None:
+        if self._entered:
             raise RuntimeError("a SessionRuntime can only be entered once")
-        # Two nurseries: the outer one runs the engine (worker processes), the inner
-        # one the cells, so that every cell is gone before the engine is shut down.
-        self._engine_nursery_manager = trio.open_nursery()
-        engine_nursery = await self._engine_nursery_manager.__aenter__()
-        backend: IsolateBackend
-        try:
-            if self._config.isolation == "process":
-                self._pool = ProcessPool(engine_nursery, self._config.worker_processes)
-                await self._pool.prestart()
-                backend = self._pool
-            else:
-                self._worker.start()
-                self._disposer.start()
-                backend = ThreadBackend(self._worker, self._disposer)
-            if self._config.warm_isolates > 0:
-                self._warm = WarmIsolates(
-                    backend,
-                    engine_nursery,
-                    count=self._config.warm_isolates,
-                    memory_limit_bytes=self._config.memory_limit_bytes,
-                    max_message_chars=self._config.max_message_bytes,
-                )
-                self._warm.refill()
-                backend = self._warm
-            self._nursery_manager = trio.open_nursery()
-            self._nursery = await self._nursery_manager.__aenter__()
-        except BaseException as error:
-            await self._close_engine()
-            await self._engine_nursery_manager.__aexit__(type(error), error, error.__traceback__)
-            raise
+        self._entered = True
+        if self._engine is None:
+            self._engine = await default_engine(self._config.isolation or "process")
+        elif not self._engine.is_running():
+            raise RuntimeError(
+                "the engine given to this session is not running: "
+                "open it with `async with Engine(...)` around the session"
+            )
+        self._nursery_manager = trio.open_nursery()
+        self._nursery = await self._nursery_manager.__aenter__()
         self._host = CellHost(
             nursery=self._nursery,
             delegate=self._delegate,
             config=self._config,
-            backend=backend,
+            backend=self._engine,
             commit_writes=self._commit_writes,
             close_cell=self._close_cell,
         )
@@ -166,25 +161,7 @@ class SessionRuntime:
             if isinstance(entry, Cell):
                 entry.request_shutdown()
         assert self._nursery_manager is not None
-        assert self._engine_nursery_manager is not None
-        try:
-            suppressed = await self._nursery_manager.__aexit__(exc_type, exc, traceback)
-        except BaseException as error:
-            await self._close_engine()
-            await self._engine_nursery_manager.__aexit__(type(error), error, error.__traceback__)
-            raise
-        await self._close_engine()
-        await self._engine_nursery_manager.__aexit__(None, None, None)
-        return bool(suppressed)
-
-    async def _close_engine(self) -> None:
-        with trio.CancelScope(shield=True):
-            if self._warm is not None:
-                await self._warm.aclose()
-            if self._pool is not None:
-                await self._pool.aclose()
-            await self._worker.aclose()
-            await self._disposer.aclose()
+        return bool(await self._nursery_manager.__aexit__(exc_type, exc, traceback))
 
     def is_alive(self) -> bool:
         """True from entering the block until shutdown or exit begins; never again."""

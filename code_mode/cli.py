@@ -1,6 +1,8 @@
 """The ``code-mode`` command: run a JavaScript file as a cell, printing each event.
 
     code-mode run examples/hello.js
+    code-mode run --mcp-config servers.json prog.js      # plus MCP servers' tools
+    code-mode mcp serve --tools pkg.module:tools [--mcp-config servers.json] [--http HOST:PORT]
 
 The cell gets a few harmless demo tools (``echo``, ``add``, ``sleep``, ``weather``) so a
 newcomer can see tool calls, yields and completion without writing any Python.
@@ -8,6 +10,7 @@ newcomer can see tool calls, yields and completion without writing any Python.
 Subcommands are added in :func:`build_parser`, one ``add_parser`` each; ``run`` is the
 first. Exit status: 0 when the program completed, 1 when it failed or was terminated,
 2 for a usage error, 124 when ``--timeout`` terminated it, 130 on Ctrl-C.
+The MCP commands need the ``mcp`` extra (``code_mode.integrations.mcp``).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -84,9 +88,16 @@ DEMO_TOOLS: list[ToolDefinition] = [
 
 
 class DemoDelegate:
-    """Implements the demo tools and prints notifications."""
+    """Implements the demo tools (and routes to ``tools``) and prints notifications."""
+
+    def __init__(self, tools: Sequence[Any] = ()) -> None:
+        self.tools = {tool.definition.tool_name: tool for tool in tools}
 
     async def invoke_tool(self, call: NestedToolCall) -> JSON:
+        tool = self.tools.get(call.tool_name)
+        if tool is not None:
+            result: JSON = await tool.call(call.input)
+            return result
         args = call.input if isinstance(call.input, dict) else {}
         name = call.tool_name.name
         if name == "echo":
@@ -138,14 +149,33 @@ EXIT_INTERRUPTED = 130
 
 
 async def run_source(
-    source: str, *, yield_seconds: float, config: RuntimeConfig, timeout: float = math.inf
+    source: str,
+    *,
+    yield_seconds: float,
+    config: RuntimeConfig,
+    timeout: float = math.inf,
+    tools: Sequence[Any] = (),
+    mcp_config: Path | None = None,
 ) -> int:
     """Run one program to its end, printing events; returns a process exit status.
 
+    ``tools`` (nested tools) and the servers of ``mcp_config`` join the demo tools.
     After ``timeout`` seconds the cell is terminated: what it produced is printed and
     the status is :data:`EXIT_TIMEOUT`."""
-    request = ExecuteRequest(tool_call_id="cli", enabled_tools=DEMO_TOOLS, source=source)
-    async with SessionRuntime(DemoDelegate(), config) as runtime:
+    if mcp_config is None:
+        return await _run(source, yield_seconds, config, timeout, tools)
+    from .integrations.mcp._cli import mcp_config_tools
+
+    async with mcp_config_tools(mcp_config) as mcp_tools:
+        return await _run(source, yield_seconds, config, timeout, [*tools, *mcp_tools])
+
+
+async def _run(
+    source: str, yield_seconds: float, config: RuntimeConfig, timeout: float, tools: Sequence[Any]
+) -> int:
+    enabled = [*DEMO_TOOLS, *(tool.definition for tool in tools)]
+    request = ExecuteRequest(tool_call_id="cli", enabled_tools=enabled, source=source)
+    async with SessionRuntime(DemoDelegate(tools), config) as runtime:
         started = await runtime.execute(request, YieldAfter(yield_seconds))
         with trio.move_on_after(timeout):
             event = await started.initial_event()
@@ -199,26 +229,46 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"terminate the program after this long, print what it produced and exit "
         f"with status {EXIT_TIMEOUT} (default: no limit)",
     )
+    mcp_config_help = "also run the MCP servers of this mcpServers JSON file (needs code-mode[mcp])"
+    run.add_argument("--mcp-config", type=Path, help=mcp_config_help)
+    mcp = commands.add_parser("mcp", help="MCP integration (needs code-mode[mcp])")
+    serve = mcp.add_subparsers(dest="mcp_command", required=True).add_parser(
+        "serve", help="serve exec/wait to MCP clients (stdio, or streamable HTTP with --http)"
+    )
+    serve.add_argument("--tools", action="append", metavar="PKG.MODULE:ATTR", help="nested tools")
+    serve.add_argument("--mcp-config", type=Path, help="MCP servers whose tools programs call")
+    serve.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP at /mcp")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "mcp":
+        try:
+            from .integrations.mcp._cli import serve_main
+        except ImportError as error:
+            print(f"code-mode: {error}", file=sys.stderr)
+            return 2
+        return serve_main(args)
     try:
         source = args.file.read_text(encoding="utf-8")
     except OSError as error:
         print(f"code-mode: {error}", file=sys.stderr)
         return 2
-    run = functools.partial(
+    run_file = functools.partial(
         run_source,
         source,
         yield_seconds=args.yield_seconds,
         config=RuntimeConfig(),
         timeout=args.timeout,
+        mcp_config=args.mcp_config,
     )
     try:
-        return trio.run(run)
+        return trio.run(run_file)
+    except (ImportError, OSError, ValueError) as error:  # a missing extra, a bad config
+        print(f"code-mode: {error}", file=sys.stderr)
+        return 2
     except (KeyboardInterrupt, BaseExceptionGroup) as error:
         # trio has cancelled everything and the session has closed its isolates and
         # worker by now; a Ctrl-C may arrive wrapped in the session's task groups.

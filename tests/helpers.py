@@ -10,6 +10,8 @@ import trio
 from code_mode import (
     JSON,
     CellId,
+    Engine,
+    EngineConfig,
     ExecuteRequest,
     NestedToolCall,
     RuntimeConfig,
@@ -93,6 +95,11 @@ class GateDelegate:
     async def cell_closed(self, cell_id: CellId) -> None:
         self.closed.append(cell_id)
         self.closed_event.set()
+
+
+def engine(isolation: str, **settings: object) -> Engine:
+    """An ``Engine`` of its own for a test that checks what is left once it closes."""
+    return Engine(EngineConfig(isolation=isolation, **settings))  # type: ignore[arg-type]
 
 
 def config(isolation: str, **limits: object) -> RuntimeConfig:

@@ -16,6 +16,10 @@ import textwrap
 
 import attrs
 
+#: How many fresh processes each child-process scenario runs in
+#: (``CODE_MODE_STRESS_RUNS``, default 1; 20 to hunt rare native crashes).
+RUNS = int(os.environ.get("CODE_MODE_STRESS_RUNS", "1"))
+
 #: What a scenario script gets before its own body when it names an isolation mode:
 #: ``trio``, a tool ``add`` and ``session(**kwargs)``, a CodeModeSession factory.
 PRELUDE = """

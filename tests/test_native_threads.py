@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from .native_child import cpu_has_pku, run_child
+from .native_child import RUNS, cpu_has_pku, run_child
 
 SCENARIOS = {
     "two-sessions-at-once": """
@@ -48,8 +48,9 @@ async def main():
 }
 
 
+@pytest.mark.parametrize("run", range(RUNS))
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-def test_scenario_survives(isolation: str, scenario: str) -> None:
+def test_scenario_survives(isolation: str, scenario: str, run: int) -> None:
     result = run_child(SCENARIOS[scenario], isolation)
     assert result.returncode == 0, result.describe()
     assert "worker process died" not in result.output, result.describe()

@@ -30,7 +30,7 @@ from code_mode import (
 )
 from code_mode._engine import _native, _process
 
-from .helpers import SAFETY, GateDelegate, config, request
+from .helpers import SAFETY, GateDelegate, config, engine, request
 
 # -- errors --------------------------------------------------------------------------
 
@@ -237,15 +237,16 @@ async def test_a_worker_killed_mid_cell_fails_only_its_cells(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     delegate = GateDelegate()
-    async with SessionRuntime(delegate, config("process")) as runtime:
+    async with (
+        engine("process", worker_processes=1) as own_engine,
+        SessionRuntime(delegate, config("process"), engine=own_engine) as runtime,
+    ):
         started = await runtime.execute(
             request('text("partial"); await tools.block();', ["block"]), YieldAfter(60)
         )
         await delegate.next_call()
-        assert runtime._pool is not None
-        (worker,) = runtime._pool.workers
-        assert worker.pid is not None
-        os.kill(worker.pid, signal.SIGKILL)
+        (worker,) = own_engine.worker_pids()
+        os.kill(worker, signal.SIGKILL)
         assert await started.initial_event() == Completed(
             [Text("partial")],
             error_text="exec runtime ended unexpectedly: the JavaScript worker process died "
@@ -254,8 +255,8 @@ async def test_a_worker_killed_mid_cell_fails_only_its_cells(
         assert delegate.cancelled == ["tool-1"]
         following = await runtime.execute(request('text("fresh worker")'), YieldAfter(60))
         assert await following.initial_event() == Completed([Text("fresh worker")])
-        (replacement,) = runtime._pool.workers
-        assert replacement is not worker and replacement.pid != worker.pid
+        (replacement,) = own_engine.worker_pids()
+        assert replacement != worker
 
 
 # -- shutdown, is_alive, leaving the block ----------------------------------------------
@@ -327,30 +328,36 @@ async def no_new_threads(before: set[str]) -> set[str]:
     return thread_ids() - before
 
 
-async def test_leaving_the_block_leaves_no_thread_task_or_isolate_behind(isolation: str) -> None:
+async def test_leaving_the_blocks_leaves_no_thread_task_or_isolate_behind(isolation: str) -> None:
     threads_before = thread_ids()
     isolates_before = _native.live_isolate_count()
     children_before = _process.child_process_count()
     tasks_before = len(trio.lowlevel.current_root_task().child_nurseries[0].child_tasks)
     delegate = GateDelegate()
-    async with SessionRuntime(delegate, config(isolation)) as runtime:
-        busy = await runtime.execute(request("while (true) {}"), YieldAfter(0.001))
-        assert await busy.initial_event() == Yielded([])
-        waiting = await runtime.execute(request("await tools.block();", ["block"]), YieldAfter(0))
-        assert await waiting.initial_event() == Yielded([])
-        done = await runtime.execute(request('text("x")'), YieldAfter(60))
-        assert await done.initial_event() == Completed([Text("x")])
-        if isolation == "thread":
-            # one message-pump thread per live isolate, plus the session's engine worker
-            assert len(thread_ids() - threads_before) >= 3
-            assert _native.live_isolate_count() > isolates_before
-        else:
-            assert _process.child_process_count() == children_before + 1
+    async with engine(isolation, warm_isolates=0, worker_processes=1) as own_engine:
+        async with SessionRuntime(delegate, config(isolation), engine=own_engine) as runtime:
+            busy = await runtime.execute(request("while (true) {}"), YieldAfter(0.001))
+            assert await busy.initial_event() == Yielded([])
+            waiting = await runtime.execute(
+                request("await tools.block();", ["block"]), YieldAfter(0)
+            )
+            assert await waiting.initial_event() == Yielded([])
+            done = await runtime.execute(request('text("x")'), YieldAfter(60))
+            assert await done.initial_event() == Completed([Text("x")])
+            if isolation == "thread":
+                # one message-pump thread per live isolate, plus the engine's workers
+                assert len(thread_ids() - threads_before) >= 3
+                assert _native.live_isolate_count() > isolates_before
+            else:
+                assert _process.child_process_count() == children_before + 1
+        # The session is gone, with every isolate of its cells; the engine lives on.
+        assert sorted(delegate.closed) == ["1", "2", "3"]
+        assert _native.live_isolate_count() == isolates_before
+        assert own_engine.is_running()
     assert await no_new_threads(threads_before) == set()
     assert _native.live_isolate_count() == isolates_before
     assert _process.child_process_count() == children_before
     assert len(trio.lowlevel.current_root_task().child_nurseries[0].child_tasks) == tasks_before
-    assert sorted(delegate.closed) == ["1", "2", "3"]
     assert delegate.cancelled == ["tool-1"]
 
 

@@ -27,7 +27,7 @@ from code_mode import (
 )
 from code_mode._engine import _native
 
-from .helpers import config, request
+from .helpers import config, engine, request
 
 SEQUENTIAL = 5_000
 CONCURRENT = 200
@@ -106,7 +106,10 @@ async def test_thousands_of_cells_do_not_grow_memory(isolation: str) -> None:
     delegate = SoakDelegate()
     isolates_before = _native.live_isolate_count()
     begun = time.monotonic()
-    async with SessionRuntime(delegate, config(isolation)) as runtime:
+    async with (
+        engine(isolation) as own_engine,
+        SessionRuntime(delegate, config(isolation), engine=own_engine) as runtime,
+    ):
         with trio.fail_after(600):
             for n in range(WARM_UP):
                 await one_cell(runtime, n)

@@ -46,17 +46,26 @@ class IsolateHandle(Protocol):
 
     def cancel(self, tag: int) -> None: ...
 
+    def set_limits(self, memory_limit_bytes: int, max_message_chars: int) -> None:
+        """Change the heap limit and the largest message (before the program starts:
+        a warm isolate was prepared with the defaults)."""
+        ...
+
     async def close(self) -> None: ...
 
 
-class IsolateBackend(Protocol):
-    """Creates isolates."""
+class IsolateSource(Protocol):
+    """Creates isolates (what a cell needs: an engine, or a backend inside one)."""
 
     async def create_isolate(
         self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
     ) -> IsolateHandle:
         """A new isolate with the prelude installed; raises ``NativeIsolateError``."""
         ...
+
+
+class IsolateBackend(IsolateSource, Protocol):
+    """Creates isolates, and has resources of its own to release."""
 
     async def aclose(self) -> None: ...
 
@@ -103,13 +112,16 @@ class _ThreadIsolate:
     def cancel(self, tag: int) -> None:
         self._native.cancel(tag)
 
+    def set_limits(self, memory_limit_bytes: int, max_message_chars: int) -> None:
+        self._native.set_limits(memory_limit_bytes, max_message_chars)
+
     async def close(self) -> None:
         await self._disposer.run(self._native.close)
 
 
 class ThreadBackend:
-    """Isolates on their own threads in this process (``RuntimeConfig.isolation =
-    "thread"``). Creating and closing them block, so they run on two session-owned
+    """Isolates on their own threads in this process (``EngineConfig.isolation =
+    "thread"``). Creating and closing them block, so they run on two engine-owned
     :class:`BlockingWorker` threads, one each: closing an isolate may wait for
     JavaScript stuck in a builtin that ignores terminate-execution, and that must not
     hold up new cells. Reports are handed to the trio thread with
@@ -265,15 +277,16 @@ class WarmIsolates:
     async def create_isolate(
         self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
     ) -> IsolateHandle:
-        matches = (memory_limit_bytes, max_message_chars) == (
-            self._memory_limit_bytes,
-            self._max_message_chars,
-        )
-        while matches:
+        while True:
             while self._ready:
                 slot, handle = self._ready.pop(0)
                 if slot.crashed:
                     continue
+                if (memory_limit_bytes, max_message_chars) != (
+                    self._memory_limit_bytes,
+                    self._max_message_chars,
+                ):
+                    handle.set_limits(memory_limit_bytes, max_message_chars)
                 slot.target = sink
                 self.refill(after=slot)
                 return _TakenIsolate(handle, slot)
@@ -313,6 +326,9 @@ class _TakenIsolate:
 
     def cancel(self, tag: int) -> None:
         self._handle.cancel(tag)
+
+    def set_limits(self, memory_limit_bytes: int, max_message_chars: int) -> None:
+        self._handle.set_limits(memory_limit_bytes, max_message_chars)
 
     async def close(self) -> None:
         self._slot.first_task_done()

@@ -248,6 +248,14 @@ class NativeIsolate:
         if task_id is not None and not self._closed:
             self._dll.mr_cancel_task(self._ctx, task_id)
 
+    def set_limits(self, memory_limit_bytes: int, max_message_chars: int) -> None:
+        """Change the heap limit and the largest batch accepted. Never blocks (the
+        limit is a plain field that V8's garbage collection callback reads)."""
+        if self._closed:
+            return
+        self._max_message_chars = max_message_chars
+        self._dll.mr_set_hard_memory_limit(self._ctx, memory_limit_bytes)
+
     def memory_limit_reached(self) -> bool:
         return (not self._closed) and bool(self._dll.mr_hard_memory_limit_reached(self._ctx))
 

@@ -1,6 +1,6 @@
-"""Isolates in worker processes (``RuntimeConfig.isolation = "process"``).
+"""Isolates in worker processes (``EngineConfig.isolation = "process"``).
 
-A session owns a small pool of worker processes (:mod:`._worker_main`), started and
+An engine owns a small pool of worker processes (:mod:`._worker_main`), started and
 supervised with trio. Each worker hosts many isolates and speaks the framed protocol of
 :mod:`._wire` over its stdin/stdout. Per worker, two trio tasks run in the pool's
 nursery: a *writer* that drains a queue of frames into the pipe (so ``post`` and
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import os
 import signal
 import subprocess
@@ -65,6 +66,10 @@ class WorkerProcess:
         self._creating: dict[int, _PendingCreate] = {}
         self._closing: dict[int, trio.Event] = {}
         self._stderr = bytearray()
+        self.hosted = 0  # isolates created here so far
+        self.retiring = False  # takes no new isolates; exits when the last one closes
+        self.ready = False  # V8 is up in the worker
+        self.ready_event = trio.Event()
         self.alive = True
         self.started = trio.Event()
         self.exited = trio.Event()
@@ -87,11 +92,14 @@ class WorkerProcess:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
             )
-        except OSError as error:
-            self._die(f"could not start: {error}")
+        except BaseException as error:  # OSError, or cancelled before it started
+            self._die(f"could not start: {error}" if isinstance(error, OSError) else "not started")
             self.started.set()
+            self.exited.set()
             task_status.started()
-            return
+            if isinstance(error, OSError):
+                return
+            raise
         self.started.set()
         task_status.started()
         try:
@@ -155,6 +163,9 @@ class WorkerProcess:
             sink = self._sinks.get(isolate_id)
             if sink is not None:
                 sink.on_task(int(header["tag"]), str(header["outcome"]), str(header["detail"]))
+        elif event == "ready":
+            self.ready = True
+            self.ready_event.set()
         elif event == "created":
             pending = self._creating.pop(isolate_id, None)
             if pending is not None:
@@ -165,6 +176,11 @@ class WorkerProcess:
             closing = self._closing.pop(isolate_id, None)
             if closing is not None:
                 closing.set()
+            self.retire_if_idle()
+
+    def retire_if_idle(self) -> None:
+        if self.retiring and self.load == 0:
+            self.shutdown()
 
     async def _reap(self) -> None:
         process = self._process
@@ -217,9 +233,13 @@ class WorkerProcess:
             raise NativeIsolateError("exec runtime ended unexpectedly")
         self._sinks[isolate_id] = sink
 
+    def set_limits(self, isolate_id: int, memory: int, max_message: int) -> None:
+        self.send({"op": "limits", "id": isolate_id, "memory": memory, "max_message": max_message})
+
     async def close_isolate(self, isolate_id: int) -> None:
         if not self.alive or isolate_id not in self._sinks:
             self._sinks.pop(isolate_id, None)
+            self.retire_if_idle()
             return
         closed = trio.Event()
         self._closing[isolate_id] = closed
@@ -253,25 +273,41 @@ class RemoteIsolate:
     def cancel(self, tag: int) -> None:
         self._worker.send({"op": "cancel", "id": self._id, "tag": tag})
 
+    def set_limits(self, memory_limit_bytes: int, max_message_chars: int) -> None:
+        self._worker.set_limits(self._id, memory_limit_bytes, max_message_chars)
+
     async def close(self) -> None:
         await self._worker.close_isolate(self._id)
 
 
 class ProcessPool:
     """Up to ``size`` worker processes; each new isolate goes to the least loaded live
-    one. Dead workers are dropped and replaced on demand."""
+    one, and a new worker starts while every live one is busy. Dead workers are
+    dropped and replaced on demand; a worker that has hosted ``recycle_after``
+    isolates is retired (it takes no new ones and exits once its last one closes)."""
 
-    def __init__(self, nursery: trio.Nursery, size: int) -> None:
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        size: int,
+        *,
+        isolates_per_worker: float = math.inf,
+        recycle_after: float = math.inf,
+    ) -> None:
         self._nursery = nursery
         self._size = size
+        self._per_worker = isolates_per_worker
+        self._recycle_after = recycle_after
         self.workers: list[WorkerProcess] = []
         self._ids = itertools.count(1)
         self._closed = False
 
-    async def _start_worker(self) -> WorkerProcess:
+    def _start_worker(self) -> WorkerProcess:
+        """A new worker, usable at once: frames sent before its process is up wait in
+        its queue, and a failure to start fails what was asked of it."""
         worker = WorkerProcess(self)
         self.workers.append(worker)
-        await self._nursery.start(worker.run)
+        self._nursery.start_soon(worker.run)
         return worker
 
     def _worker_died(self, worker: WorkerProcess) -> None:
@@ -281,25 +317,44 @@ class ProcessPool:
     async def prestart(self) -> None:
         """Start the first worker early so the first cell does not wait for it."""
         if not self.workers and not self._closed:
-            await self._start_worker()
+            await self._start_worker().started.wait()
 
     async def create_isolate(
         self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
     ) -> IsolateHandle:
         if self._closed:
-            raise NativeIsolateError("code mode session is shutting down")
-        live = [worker for worker in self.workers if worker.alive]
-        if len(live) < self._size and (not live or min(w.load for w in live) > 0):
-            worker = await self._start_worker()
+            raise NativeIsolateError("exec runtime is not available: its engine is closed")
+        live = [worker for worker in self.workers if worker.alive and not worker.retiring]
+        open_ = [worker for worker in live if worker.load < self._per_worker]
+        if len(live) < self._size and (not open_ or min(w.load for w in open_) > 0):
+            # Every worker is busy: start another. This isolate still goes to a running
+            # worker if one has room, rather than wait ~0.1 s for a process to start.
+            fresh = self._start_worker()
+            if not open_:
+                open_ = [fresh]
+        if open_:
+            # A worker still starting (~0.1-0.5 s) only gets isolates nobody else can host.
+            worker = min(open_, key=lambda w: (not w.ready, w.load))
         else:
-            worker = min(live, key=lambda w: w.load)
+            raise NativeIsolateError(
+                f"exec runtime is at capacity: {len(live)} worker processes host "
+                f"{int(self._per_worker)} isolates each (EngineConfig.isolates_per_worker, "
+                "EngineConfig.worker_processes); try again when other cells have ended"
+            )
+        worker.hosted += 1
+        if worker.hosted >= self._recycle_after:
+            worker.retiring = True
         if not worker.alive:
             raise NativeIsolateError(
                 "exec runtime ended unexpectedly: the JavaScript worker process died "
                 f"({worker.death})"
             )
         isolate_id = next(self._ids)
-        await worker.create(isolate_id, sink, memory_limit_bytes, max_message_chars)
+        try:
+            await worker.create(isolate_id, sink, memory_limit_bytes, max_message_chars)
+        except NativeIsolateError:
+            worker.retire_if_idle()
+            raise
         return RemoteIsolate(worker, isolate_id)
 
     async def aclose(self) -> None:

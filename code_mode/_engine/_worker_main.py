@@ -2,8 +2,10 @@
 
 The host writes frames (:mod:`._wire`) to our stdin and reads frames from our stdout:
 
-* host -> worker: ``create`` / ``post`` / ``cancel`` / ``close`` for isolate ``id``;
-* worker -> host: ``created`` (with an ``error`` or none), ``batch`` (a message batch
+* host -> worker: ``create`` / ``limits`` / ``post`` / ``cancel`` / ``close`` for
+  isolate ``id``;
+* worker -> host: ``ready`` (V8 is initialised), ``created`` (with an ``error`` or
+  none), ``batch`` (a message batch
   from the isolate, or ``oversized``), ``task`` (an evaluation ended), ``closed``.
 
 The main thread reads commands; ``post`` and ``cancel`` only queue work in V8 and
@@ -59,6 +61,7 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
     # protection-key rights (see _pkeys.py).
     initialise_v8()
     writer = _Writer(stdout)
+    writer.send({"ev": "ready"})
     isolates: dict[int, NativeIsolate] = {}
     lock = threading.Lock()
     # Separate threads for creating and closing: closing may wait for JavaScript stuck
@@ -117,6 +120,11 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
                     native = isolates.get(isolate_id)
                 if native is not None:
                     native.cancel(int(header["tag"]))
+            elif op == "limits":
+                with lock:
+                    native = isolates.get(isolate_id)
+                if native is not None:
+                    native.set_limits(int(header["memory"]), int(header["max_message"]))
             elif op == "create":
                 creating.submit(
                     create, isolate_id, int(header["memory"]), int(header["max_message"])

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import trio
 
 from .._config import RuntimeConfig
-from ._backend import IsolateBackend, IsolateHandle
+from ._backend import IsolateHandle, IsolateSource
 from ._bridge import EngineEvent, MessageValidator, Output, ProtocolViolation
 from ._native import FIRST_PROGRAM_TAG, TASK_ERROR, TASK_OK, TASK_OOM, TASK_TERMINATED
 
@@ -49,7 +49,7 @@ class EngineListener(Protocol):
 class Isolate:
     """One V8 isolate running one program, seen from trio."""
 
-    def __init__(self, backend: IsolateBackend, config: RuntimeConfig) -> None:
+    def __init__(self, backend: IsolateSource, config: RuntimeConfig) -> None:
         self._backend = backend
         self._config = config
         self._native: IsolateHandle | None = None

@@ -47,6 +47,7 @@ from code_mode import (
     CellEvent,
     CellId,
     CodeModeError,
+    Engine,
     ExecuteRequest,
     MissingCell,
     NestedToolCall,
@@ -283,6 +284,8 @@ class CodeModeSession:
     the description, the namespace as the heading). ``deferred``: keep the ``exec``
     description short for large tool sets (programs search ``ALL_TOOLS``).
     ``max_yield_time_ms``: cap on how long one ``exec``/``wait`` may block.
+    ``engine``: where programs run (an :class:`~code_mode.Engine` shared with other
+    sessions); by default the trio run's default engine for ``config.isolation``.
 
     Leaving the ``async with`` block terminates every running program.
     """
@@ -296,6 +299,7 @@ class CodeModeSession:
         namespace_descriptions: Mapping[str, NamespaceDescription | str] | None = None,
         deferred: bool = False,
         max_yield_time_ms: int | None = None,
+        engine: Engine | None = None,
     ) -> None:
         nested = _grouped([_as_nested_tool(candidate) for candidate in tools])
         by_name: dict[ToolName, NestedTool] = {}
@@ -325,7 +329,7 @@ class CodeModeSession:
         }
         self._deferred = deferred
         self._max_yield_time_ms = max_yield_time_ms
-        self._runtime = SessionRuntime(_Delegate(by_name, on_notify), config)
+        self._runtime = SessionRuntime(_Delegate(by_name, on_notify), config, engine=engine)
         self._call_ids = itertools.count(1)
         self._entered = False
 

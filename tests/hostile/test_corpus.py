@@ -29,7 +29,7 @@ from code_mode import (
 )
 from code_mode._engine import _native
 
-from ..helpers import SAFETY, config, request
+from ..helpers import SAFETY, config, engine, request
 from .corpus import CORPUS, TOOLS, Endless, HostileProgram
 
 
@@ -63,11 +63,11 @@ class HostileDelegate:
 
 
 def engine_threads() -> set[str]:
-    """Python threads of the engine (the session's create/dispose workers), by name.
+    """Python threads of the engine (its create/dispose workers), by name.
 
     Isolate threads are counted by ``live_isolate_count`` below; the OS-level check that
-    no thread at all outlives a session is ``test_session_api``'s
-    ``test_leaving_the_block_leaves_no_thread_task_or_isolate_behind``. (Across hundreds
+    no thread at all outlives an engine is ``test_session_api``'s
+    ``test_leaving_the_blocks_leaves_no_thread_task_or_isolate_behind``. (Across hundreds
     of sessions a stray OS thread named after the process, parked on a futex, was seen
     once here in thread mode and could not be traced to the engine; it is not counted.)
     """
@@ -140,7 +140,12 @@ def params() -> list[object]:
 async def run_program(program: HostileProgram, isolation: str) -> HostileDelegate:
     delegate = HostileDelegate()
     expect = program.expect
-    async with SessionRuntime(delegate, config(isolation, **program.config_overrides)) as runtime:
+    async with (
+        engine(isolation) as own_engine,
+        SessionRuntime(
+            delegate, config(isolation, **program.config_overrides), engine=own_engine
+        ) as runtime,
+    ):
         guard = SAFETY + getattr(expect, "wait", 0)
         with trio.fail_after(guard):
             started = await runtime.execute(

@@ -1,0 +1,198 @@
+"""`Engine`: where isolates live, shared by many sessions.
+
+A session runtime needs isolates; it does not need to own the machinery that makes
+them. That machinery — worker processes or engine threads, the warm isolates, the
+supervision that replaces a dead worker — is the :class:`Engine`, and many sessions
+borrow one, the way many requests share one connection pool in an HTTP client. An idle
+session then costs a registry and a nursery, not a process.
+
+Two ways to get one:
+
+* ``async with Engine(EngineConfig(...)) as engine:`` and pass ``engine=engine`` to
+  each ``SessionRuntime`` / ``CodeModeSession``. Leaving the block stops the workers
+  and threads; every session using it must have been left first.
+* Pass nothing: sessions of one ``trio.run`` share a *default engine* per isolation
+  mode (:mod:`._default`), started on first use and closed when the run ends.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
+from typing import Any, Literal
+
+import attrs
+import trio
+
+from ._backend import IsolateBackend, IsolateHandle, IsolateSink, ThreadBackend, WarmIsolates
+from ._native import NativeIsolateError
+from ._process import ProcessPool
+from ._worker import BlockingWorker
+
+#: What a :class:`~code_mode.RuntimeConfig` sets isolates up with by default; warm
+#: isolates are prepared with these and adjusted when a session's limits differ.
+DEFAULT_MEMORY_LIMIT_BYTES = 256 * 1024 * 1024
+DEFAULT_MAX_MESSAGE_CHARS = 16 * 1024 * 1024
+
+
+def _positive_int(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"EngineConfig.{attribute.name} must be a positive integer, got {value!r}")
+
+
+def _non_negative_int(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(
+            f"EngineConfig.{attribute.name} must be a non-negative integer, got {value!r}"
+        )
+
+
+def _optional_positive_int(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None:
+        _positive_int(_inst, attribute, value)
+
+
+@attrs.frozen(kw_only=True)
+class EngineConfig:
+    """How an :class:`Engine` runs isolates. Every field has a documented default."""
+
+    isolation: Literal["process", "thread"] = attrs.field(
+        default="process", validator=attrs.validators.in_(("process", "thread"))
+    )
+    """Where isolates run. ``"process"`` (the default) hosts them in supervised worker
+    processes: V8 aborts its whole process on some failures (one huge allocation), and
+    then only that worker dies; its cells fail with a clear error and the engine starts
+    a new one. ``"thread"`` runs them on threads of this process: lower latency, but
+    such a failure ends the application. See ``docs/security.md``."""
+
+    worker_processes: int = attrs.field(default=2, validator=_positive_int)
+    """Most worker processes running at once in ``"process"`` mode (default 2). A new
+    one starts when every live worker already hosts an isolate, so a busy engine
+    spreads its cells over them and an idle one keeps one process."""
+
+    isolates_per_worker: int = attrs.field(default=256, validator=_positive_int)
+    """Most isolates one worker process hosts at once (default 256). When every worker
+    is full and no more may start, a new cell fails at once with an error naming this
+    setting, rather than the machine running out of memory or threads."""
+
+    warm_isolates: int = attrs.field(default=1, validator=_non_negative_int)
+    """Isolates kept created ahead of time for the next cells of any session (default
+    1), so starting a cell does not wait for V8 to build an isolate and run the
+    prelude. 0 turns it off."""
+
+    recycle_after_cells: int | None = attrs.field(default=1000, validator=_optional_positive_int)
+    """After hosting this many isolates, a worker process takes no new ones and exits
+    once its last one closes; a fresh worker takes its place (default 1000; ``None``
+    never recycles). This bounds what a long-lived worker accumulates (allocator
+    fragmentation, V8's process-wide caches)."""
+
+
+class Engine:
+    """Runs isolates for any number of sessions; use as ``async with Engine(...)``.
+
+    Sessions borrow it (``SessionRuntime(..., engine=engine)``); leaving a session
+    leaves the engine running. Leaving the engine's block closes its warm isolates,
+    stops its worker processes (killing one that does not exit within 10 seconds) or
+    joins its threads: nothing of it is left behind. Sessions still open at that point
+    see their cells fail with ``exec runtime ended unexpectedly``.
+    """
+
+    def __init__(self, config: EngineConfig | None = None) -> None:
+        self._config = config if config is not None else EngineConfig()
+        self._nursery_manager: AbstractAsyncContextManager[trio.Nursery] | None = None
+        self._creator = BlockingWorker("code-mode-create")
+        self._disposer = BlockingWorker("code-mode-dispose")
+        self._pool: ProcessPool | None = None
+        self._warm: WarmIsolates | None = None
+        self._backend: IsolateBackend | None = None
+        self._closed = False
+
+    @property
+    def config(self) -> EngineConfig:
+        return self._config
+
+    @property
+    def isolation(self) -> Literal["process", "thread"]:
+        return self._config.isolation
+
+    def is_running(self) -> bool:
+        """True between entering and leaving the block."""
+        return self._backend is not None and not self._closed
+
+    async def __aenter__(self) -> Engine:
+        if self._nursery_manager is not None:
+            raise RuntimeError("an Engine can only be entered once")
+        self._nursery_manager = trio.open_nursery()
+        nursery = await self._nursery_manager.__aenter__()
+        backend: IsolateBackend
+        try:
+            if self._config.isolation == "process":
+                recycle = self._config.recycle_after_cells
+                self._pool = ProcessPool(
+                    nursery,
+                    self._config.worker_processes,
+                    isolates_per_worker=self._config.isolates_per_worker,
+                    recycle_after=math.inf if recycle is None else recycle,
+                )
+                await self._pool.prestart()
+                backend = self._pool
+            else:
+                self._creator.start()
+                self._disposer.start()
+                backend = ThreadBackend(self._creator, self._disposer)
+            if self._config.warm_isolates > 0:
+                self._warm = WarmIsolates(
+                    backend,
+                    nursery,
+                    count=self._config.warm_isolates,
+                    memory_limit_bytes=DEFAULT_MEMORY_LIMIT_BYTES,
+                    max_message_chars=DEFAULT_MAX_MESSAGE_CHARS,
+                )
+                self._warm.refill()
+                backend = self._warm
+        except BaseException as error:
+            await self._close_backends()
+            await self._nursery_manager.__aexit__(type(error), error, error.__traceback__)
+            raise
+        self._backend = backend
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool | None:
+        self._closed = True
+        assert self._nursery_manager is not None
+        await self._close_backends()
+        return await self._nursery_manager.__aexit__(exc_type, exc, traceback)
+
+    async def _close_backends(self) -> None:
+        with trio.CancelScope(shield=True):
+            if self._warm is not None:
+                await self._warm.aclose()
+            if self._pool is not None:
+                await self._pool.aclose()
+            await self._creator.aclose()
+            await self._disposer.aclose()
+
+    async def create_isolate(
+        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
+    ) -> IsolateHandle:
+        """A fresh isolate with the prelude installed, reporting to ``sink`` (raises
+        ``NativeIsolateError``)."""
+        if self._backend is None or self._closed:
+            raise NativeIsolateError("exec runtime is not available: its engine is closed")
+        return await self._backend.create_isolate(
+            sink, memory_limit_bytes=memory_limit_bytes, max_message_chars=max_message_chars
+        )
+
+    # -- for tests and benchmarks --------------------------------------------------
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the live worker processes (empty in ``"thread"`` mode)."""
+        if self._pool is None:
+            return []
+        return [w.pid for w in self._pool.workers if w.alive and w.pid is not None]

@@ -1,0 +1,102 @@
+"""The command line's MCP parts: ``code-mode mcp serve`` and ``run --mcp-config``.
+
+``code_mode.cli`` only declares the arguments and calls in here, so the core command
+line works without the ``mcp`` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from code_mode import NestedTool
+
+from ._config import McpConfigError, connect_mcp_servers, load_mcp_config
+from ._server import CodeModeMcpServer
+
+__all__ = ["load_tools", "mcp_config_tools", "parse_http_address", "serve_main"]
+
+
+def load_tools(spec: str) -> list[Any]:
+    """The tools named by ``pkg.module:attribute``: a list (or tuple) of tools, or one
+    tool or function. Raises ``ValueError`` naming what is wrong."""
+    module_name, colon, attribute = spec.partition(":")
+    if not colon or not module_name or not attribute:
+        raise ValueError(f"--tools expects `pkg.module:attribute`, got {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ValueError(f"--tools {spec}: cannot import {module_name}: {error}") from None
+    value: Any = module
+    for part in attribute.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise ValueError(f"--tools {spec}: {module_name} has no `{attribute}`") from None
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def parse_http_address(address: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) -> ``(host, port)``."""
+    host, colon, port = address.rpartition(":")
+    host = host.strip("[]")
+    if not colon or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"--http expects HOST:PORT, e.g. 127.0.0.1:8000, got {address!r}")
+    return host, int(port)
+
+
+@asynccontextmanager
+async def mcp_config_tools(path: str | os.PathLike[str]) -> AsyncIterator[list[NestedTool]]:
+    """The tools of the servers in the ``mcpServers`` file ``path``, running for the
+    duration of the block (``code-mode run --mcp-config``)."""
+    async with connect_mcp_servers(load_mcp_config(path)) as servers:
+        yield list(servers.tools)
+
+
+async def _serve(args: argparse.Namespace, tools: list[Any]) -> None:
+    configs = load_mcp_config(args.mcp_config) if args.mcp_config is not None else []
+    async with connect_mcp_servers(configs) as servers:
+        descriptions = dict(servers.namespace_descriptions)
+        server = CodeModeMcpServer([*tools, *servers.tools], namespace_descriptions=descriptions)
+        if args.http is None:
+            await server.serve_stdio()
+            return
+        host, port = parse_http_address(args.http)
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(server.serve_http, host, port)
+            print(f"code-mode: serving MCP (streamable HTTP) at {url}", file=sys.stderr, flush=True)
+
+
+def serve_main(args: argparse.Namespace) -> int:
+    """``code-mode mcp serve``: ``args.tools`` (``pkg.module:attribute`` strings),
+    ``args.mcp_config`` (a path or ``None``), ``args.http`` (``HOST:PORT`` or ``None``
+    for stdio). Returns the exit status; errors go to stderr, never stdout (stdout is
+    the MCP stream in stdio mode)."""
+    try:
+        tools = [tool for spec in args.tools or [] for tool in load_tools(spec)]
+        if args.http is not None:
+            parse_http_address(args.http)
+        trio.run(_serve, args, tools)
+    except (ValueError, OSError, McpConfigError, TypeError) as error:
+        print(f"code-mode: {error}", file=sys.stderr)
+        return 2
+    except BaseException as error:
+        if _interrupted(error):  # Ctrl-C: a normal way to stop a server
+            return 130
+        raise
+    return 0
+
+
+def _interrupted(error: BaseException) -> bool:
+    """Whether ``error`` is a ``KeyboardInterrupt``, possibly inside exception groups
+    (it reaches ``trio.run`` through the server's nurseries)."""
+    if isinstance(error, BaseExceptionGroup):
+        return error.split(KeyboardInterrupt)[1] is None
+    return isinstance(error, KeyboardInterrupt)
