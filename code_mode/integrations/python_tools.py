@@ -65,7 +65,7 @@ import re
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, Final, Literal, overload
+from typing import Any, Final, Generic, Literal, ParamSpec, TypeVar, overload
 
 import attrs
 import trio
@@ -877,17 +877,23 @@ def _is_async(function: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(type(target).__call__)
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
 @attrs.frozen(eq=False)
-class PythonTool:
+class PythonTool(Generic[_P, _R]):
     """A Python function exposed as a nested tool; made by :func:`tool`.
 
     ``definition`` is what a session passes to programs (and to the ``exec``
     description); :meth:`call` runs one call from a program. Calling the object itself
     calls the wrapped function unchanged, so decorated functions stay usable and
-    testable from Python.
+    testable from Python. The class is generic in the function's parameters and return
+    type, so a type checker sees the decorated function's own signature: awaiting a
+    decorated ``async def add(a: int, b: int) -> int`` gives an ``int``.
     """
 
-    function: Callable[..., Any]
+    function: Callable[_P, _R]
     definition: ToolDefinition
     is_async: bool
     _signature: _Signature = attrs.field(alias="signature", repr=False)
@@ -897,7 +903,7 @@ class PythonTool:
         """The host's name of the tool (``name``, ``namespace``)."""
         return self.definition.tool_name
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         return self.function(*args, **kwargs)
 
     def parse_arguments(self, input: JSON) -> tuple[list[Any], dict[str, Any]]:
@@ -923,12 +929,12 @@ class PythonTool:
         function raises. In a session each becomes the program's rejection message.
         """
         args, kwargs = self.parse_arguments(input)
+        # The arguments come from JSON, checked at run time, not by the type checker.
+        function: Callable[..., Any] = self.function
         if self.is_async:
-            result = await self.function(*args, **kwargs)
+            result = await function(*args, **kwargs)
         else:
-            result = await trio.to_thread.run_sync(
-                functools.partial(self.function, *args, **kwargs)
-            )
+            result = await trio.to_thread.run_sync(functools.partial(function, *args, **kwargs))
         try:
             return to_json(result)
         except ToolResultError as error:
@@ -939,18 +945,14 @@ class PythonTool:
 
 
 @overload
-def tool(function: Callable[..., Any], /) -> PythonTool: ...
-
-
-@overload
 def tool(
-    function: Callable[..., Any],
+    function: Callable[_P, _R],
     /,
     *,
     name: str | None = None,
     namespace: str | None = None,
     description: str | None = None,
-) -> PythonTool: ...
+) -> PythonTool[_P, _R]: ...
 
 
 @overload
@@ -959,17 +961,17 @@ def tool(
     name: str | None = None,
     namespace: str | None = None,
     description: str | None = None,
-) -> Callable[[Callable[..., Any]], PythonTool]: ...
+) -> Callable[[Callable[_P, _R]], PythonTool[_P, _R]]: ...
 
 
 def tool(
-    function: Callable[..., Any] | None = None,
+    function: Callable[_P, _R] | None = None,
     /,
     *,
     name: str | None = None,
     namespace: str | None = None,
     description: str | None = None,
-) -> PythonTool | Callable[[Callable[..., Any]], PythonTool]:
+) -> PythonTool[_P, _R] | Callable[[Callable[_P, _R]], PythonTool[_P, _R]]:
     """Make a nested tool from a type-hinted function: ``@tool``, ``@tool(name=...,
     namespace=..., description=...)`` or ``tool(function, ...)``.
 
@@ -977,10 +979,11 @@ def tool(
     (cleaned; empty if none). With a ``namespace`` the raw name is
     ``<namespace>__<name>``, the JS identifier derived from it. Raises ``TypeError``
     for a parameter whose hint is missing or unsupported, or for ``*args``/``**kwargs``.
-    See the module docstring for the supported hints.
+    See the module docstring for the supported hints. The result keeps ``function``'s
+    signature for type checkers (see :class:`PythonTool`).
     """
 
-    def make(function: Callable[..., Any]) -> PythonTool:
+    def make(function: Callable[_P, _R]) -> PythonTool[_P, _R]:
         tool_name = name if name is not None else getattr(function, "__name__", None)
         if not isinstance(tool_name, str) or not tool_name:
             raise TypeError("a tool needs a non-empty name (pass name=...)")
