@@ -30,10 +30,10 @@ def mypy_strict(tmp_path: Path, cache: Path, source: str) -> tuple[int, str]:
     return completed.returncode, completed.stdout + completed.stderr
 
 
-@pytest.fixture
-def mypy_cache(request: pytest.FixtureRequest) -> Path:
-    # One cache across runs: a cold mypy run over trio and attrs takes many seconds.
-    return Path(request.config.cache.mkdir("mypy"))
+@pytest.fixture(scope="session")
+def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # One cache for the session's mypy runs: the first one analyses code_mode and trio.
+    return tmp_path_factory.mktemp("mypy-cache")
 
 
 def test_readme_quickstart_passes_mypy_strict(tmp_path: Path, mypy_cache: Path) -> None:
