@@ -23,8 +23,9 @@ import trio
 
 from .._config import RuntimeConfig
 from ._backend import IsolateHandle, IsolateSource
-from ._bridge import EngineEvent, MessageValidator, Output, ProtocolViolation
+from ._bridge import EngineEvent, Finished, MessageValidator, Output, ProtocolViolation
 from ._native import FIRST_PROGRAM_TAG, TASK_ERROR, TASK_OK, TASK_OOM, TASK_TERMINATED
+from ._syntax_error import syntax_error_text
 
 #: An empty batch of commands: the idleness probe.
 PROBE = "[]"
@@ -83,6 +84,7 @@ class Isolate:
         self._drain_tag = -1
         self._failed = False
         self._closed = False
+        self._source = ""
 
     # -- lifecycle ----------------------------------------------------------------
 
@@ -118,6 +120,7 @@ class Isolate:
         ``stored_json`` is the JSON text of the object ``key -> JSON text of the value``
         (the session keeps it ready, so starting a cell never re-encodes stored values)."""
         self._listener = listener
+        self._source = source
         self._validator = MessageValidator(
             tool_kinds={tool["ident"]: tool["kind"] for tool in tools},
             max_json_depth=self._config.max_json_depth,
@@ -280,6 +283,12 @@ class Isolate:
             )
             return
         if outcome == TASK_ERROR:
+            # The one error the runtime lets out on purpose: V8's report of where the
+            # program's syntax error is (see _syntax_error.py). It ends the program.
+            error_text = syntax_error_text(detail, self._source)
+            if error_text is not None and self._listener is not None:
+                self._listener.on_engine_event(Finished(error_text, {}))
+                return
             self._fail(f"exec runtime failed: {detail}")
             return
         if outcome == TASK_TERMINATED:

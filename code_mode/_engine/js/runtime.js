@@ -562,17 +562,41 @@ function rtMakeTools(definitions) {
 // A static import (or `export ... from`) at the start of a line or after a `;`.
 const rtImportPattern = /(?:^|;)\s*(?:import\s*(?:[\w$*{}\s,]+?\s*from\s*)?|export\s+[\w$*{}\s,]*?\s*from\s*)(['"])([^'"]*)\1/m;
 
+function rtBody(source) {
+  return RT_PREFIX + source + "\n//# sourceURL=" + RT_FILE;
+}
+
+// The program compiled, or a string: why it cannot run; `null` for a syntax error,
+// which rtThrowSyntaxError reports.
 function rtCompile(source) {
   try {
-    return new rtAsyncFunction(RT_PREFIX + source + "\n//# sourceURL=" + RT_FILE);
+    return new rtAsyncFunction(rtBody(source));
   } catch (error) {
     if (error instanceof rtSyntaxError) {
       const match = rtReflectApply(rtRegExpExec, rtImportPattern, [source]);
       if (match !== null) return "Unsupported import in exec: " + match[2];
-      return error.name + ": " + error.message;
+      return null;
     }
     return cmErrorText(error);
   }
+}
+
+// A program that does not parse. V8 tells where the error is (line, column) only in
+// its report of an exception that leaves the host's call uncaught, not on the error
+// object, so the source is parsed once more by the same constructor, outside any
+// `try`, at the end of the host's call: parsing runs none of it, and nothing of the
+// runtime is left to do. `started` goes first; the host makes the cell's result from
+// the report (_engine/_syntax_error.py). It is the very body that failed, so the
+// message is the same; V8's lines are the program's plus RT_LINE_OFFSET, and its
+// first line starts with RT_PREFIX.
+let rtSyntaxErrorSource = null;
+
+function rtThrowSyntaxError() {
+  const source = rtSyntaxErrorSource;
+  rtSyntaxErrorSource = null;
+  rtFlush();
+  new rtAsyncFunction(rtBody(source));
+  rtFinish("SyntaxError: the program does not parse"); // not reached: it fails again
 }
 
 function rtStart(command) {
@@ -622,6 +646,10 @@ function rtStart(command) {
   // that computes for a long time first still yields on time.
   rtEnqueue(RT_STARTED);
   const compiled = rtCompile(command.source);
+  if (compiled === null) {
+    rtSyntaxErrorSource = command.source;
+    return;
+  }
   if (typeof compiled === "string") {
     rtFinish(compiled);
     return;
@@ -715,6 +743,7 @@ function rtRecv() {
   // after this evaluation's microtasks: it flushes what these commands and their
   // microtasks queued, in one batch instead of two.
   if (commands.length === 0) rtFlush();
+  if (rtSyntaxErrorSource !== null) rtThrowSyntaxError();
   return undefined;
 }
 
