@@ -73,3 +73,11 @@ def test_help_lists_the_demo_tools_in_plain_text(args: list[str]) -> None:
     for name in ("echo", "add", "sleep", "weather"):
         assert f"\n  {name} " in result.stdout
     assert "``" not in result.stdout and ":func:" not in result.stdout
+
+
+def test_a_syntax_error_names_its_line_and_column(tmp_path: Path) -> None:
+    program = _program(tmp_path, 'text("fine");\nconst = 1;\n')
+    result = _run("run", program)
+    assert result.returncode == 1, result
+    assert "SyntaxError: Unexpected token '='\n    at exec_main.mjs:2:7\n" in result.stdout
+    assert "fine" not in result.stdout  # nothing of the program ran

@@ -6,10 +6,13 @@ every kind of uncaught value, and termination of programs that never yield.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import trio
 
 from code_mode import Completed, Terminated, Text, YieldAfter, Yielded
+from code_mode._engine._syntax_error import syntax_error_text
 from tests.js_support import SAFETY, request, run, run_in, session, texts
 
 # ---------------------------------------------------------------------------------
@@ -33,7 +36,7 @@ async def test_strict_mode_forbids_with_statements(isolation: str) -> None:
     assert event.content_items == []
     assert event.error_text is not None
     assert event.error_text.startswith("SyntaxError: ")
-    assert "\n" not in event.error_text
+    assert event.error_text.endswith("\n    at exec_main.mjs:1:1")
 
 
 async def test_top_level_await(isolation: str) -> None:
@@ -262,15 +265,34 @@ async def test_uncaught_values_give_their_stack_or_string(
 @pytest.mark.parametrize(
     ("source", "error_text"),
     [
-        ('text("a";', "SyntaxError: missing ) after argument list"),
-        ("}", "SyntaxError: Unexpected token '}'"),
-        ('text("fine");\nconst = 1;', "SyntaxError: Unexpected token '='"),
+        # V8 points at the argument it was parsing; columns count UTF-16 units.
+        ('text("a";', "SyntaxError: missing ) after argument list\n    at exec_main.mjs:1:6"),
+        (
+            'text("fine");\nconst = 1;',
+            "SyntaxError: Unexpected token '='\n    at exec_main.mjs:2:7",
+        ),
+        (
+            'const a = 1;\n\tif (a) {\n\t\ttext("é😀", "a" b);\n\t}',
+            "SyntaxError: missing ) after argument list\n    at exec_main.mjs:3:15",
+        ),
+        # V8 finds these past the program's end: placed after its last character.
+        ("}", "SyntaxError: Unexpected token '}'\n    at exec_main.mjs:1:2"),
+        ("text(`abc", "SyntaxError: Unexpected end of input\n    at exec_main.mjs:1:10"),
+        ("if (x) {\n  text(1);\n", "SyntaxError: Unexpected token ')'\n    at exec_main.mjs:3:1"),
+        ("let await = 1;", None),
     ],
 )
-async def test_syntax_errors_are_one_line_without_frames(
-    source: str, error_text: str, isolation: str
+async def test_syntax_errors_give_line_and_column(
+    source: str, error_text: str | None, isolation: str
 ) -> None:
-    assert await run(isolation, source) == texts(error_text=error_text)
+    event = await run(isolation, source)
+    assert isinstance(event, Completed), event
+    assert event.content_items == []
+    if error_text is None:  # only the shape: V8 chooses the words
+        assert event.error_text is not None
+        assert re.fullmatch(r"SyntaxError: .+\n    at exec_main\.mjs:1:\d+", event.error_text)
+    else:
+        assert event.error_text == error_text
 
 
 async def test_unawaited_rejections_do_not_fail_the_cell(isolation: str) -> None:
@@ -337,3 +359,10 @@ async def test_terminate_interrupts_programs_that_never_finish(source: str, isol
             assert await runtime.terminate(started.cell_id) == Terminated(content_items=[])
         # The session is unharmed.
         assert await run_in(runtime, 'text("next");') == Completed([Text("next")])
+
+
+def test_only_a_syntax_error_report_becomes_a_result() -> None:
+    # Any other error out of the runtime stays a runtime failure.
+    assert syntax_error_text("<anonymous>:3: TypeError: x is not a function\nx()\n^", "x()") is None
+    assert syntax_error_text("exec runtime failed", "x") is None
+    assert syntax_error_text("f:1: SyntaxError: wrapper\n(\n^", "x") is None  # not the program

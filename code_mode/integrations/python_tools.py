@@ -24,9 +24,12 @@ What the decorator does:
   ``list[T]``/``Sequence[T]``, ``tuple[T, ...]``/``tuple[A, B]``,
   ``dict[str, T]``/``Mapping[str, T]``, ``Literal[...]``, ``enum.Enum`` subclasses,
   ``Optional``/``X | Y`` unions, ``TypedDict`` (``Required``/``NotRequired`` honoured),
-  ``attrs`` classes and dataclasses (fields with defaults optional), ``NewType`` and
-  ``Annotated`` around any of these. Anything else is a ``TypeError`` at decoration
-  time, naming the parameter.
+  ``attrs`` classes, dataclasses and pydantic models (fields with defaults optional;
+  a model's fields by their aliases, ``Field(description=...)`` honoured), ``NewType``
+  and ``Annotated`` around any of these. Bounds, lengths and patterns in ``Annotated``
+  metadata (annotated-types' ``Gt``/``Ge``/``Lt``/``Le``/``MinLen``/``MaxLen``,
+  pydantic's ``Field(...)``) become schema keywords. Anything else is a ``TypeError``
+  at decoration time, naming the parameter. pydantic is optional (see ``_pydantic``).
 * **Output schema** from the return hint when it is one of the above (attrs/dataclass
   fields are then all required: the returned object always has them). A missing,
   ``Any`` or unsupported return hint gives no output schema (the model sees
@@ -38,9 +41,12 @@ What the decorator does:
   ``invalid arguments for tool `search`: field `limit`: expected integer, got string``.
   Valid input is then decoded into the hinted types (JSON objects into attrs classes,
   dataclasses and enums; lists into tuples; integers into floats where a float is
-  expected; integral numbers such as ``3.0`` into ``int``).
+  expected; integral numbers such as ``3.0`` into ``int``). A pydantic model is built
+  by its own validation; what its validators refuse is a :class:`ToolArgumentsError`
+  too, naming the field.
 * **Return value**: converted to JSON data by :func:`to_json` (attrs instances and
-  dataclasses -> objects, tuples -> arrays, enums -> their values); anything else that
+  dataclasses -> objects, pydantic models -> their dump by alias, tuples -> arrays,
+  enums -> their values); anything else that
   is not JSON raises :class:`ToolResultError` naming where it is.
 * **Sync functions** run in a worker thread (``trio.to_thread.run_sync``), never on
   the trio thread. The thread is not abandoned when the call is cancelled: a running
@@ -65,12 +71,22 @@ import re
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, Final, Literal, overload
+from typing import Any, Final, Generic, Literal, ParamSpec, TypeVar, overload
 
 import attrs
 import trio
 
 from code_mode import JSON, ToolDefinition, ToolKind, ToolName
+
+from ._pydantic import (
+    ModelInputError,
+    dump_model,
+    field_info_metadata,
+    is_model,
+    is_model_class,
+    model_fields,
+    validate_model,
+)
 
 __all__ = [
     "JSONValidationError",
@@ -369,8 +385,9 @@ def to_json(value: object) -> JSON:
     ``None``, booleans, integers, finite floats and strings stay; lists and tuples
     become arrays; dicts with string (or integer, which are stringified) keys become
     objects; attrs instances and dataclasses become objects of their fields (by
-    ``__init__`` argument name); enum members become their values; objects with a
-    pydantic-style ``model_dump`` are dumped in JSON mode. Anything else, NaN and
+    ``__init__`` argument name); enum members become their values; pydantic models
+    are dumped in JSON mode by alias (the names their output schema shows), other
+    objects with a pydantic-style ``model_dump`` in JSON mode. Anything else, NaN and
     infinities, non-string keys and reference cycles raise :class:`ToolResultError`
     saying where (e.g. ``at `items[0].when`: unsupported type datetime``).
     """
@@ -423,6 +440,8 @@ def _container_to_json(value: object, path: str, depth: int, active: set[int]) -
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
         return _container_to_json(fields, path, depth, active)
+    if is_model(value):
+        return _to_json(dump_model(value), path, depth + 1, active)
     dump = getattr(value, "model_dump", None)
     if callable(dump) and not isinstance(value, type):
         return _to_json(dump(mode="json"), path, depth + 1, active)
@@ -448,7 +467,10 @@ class _Node:
 
     schema: dict[str, Any]
 
-    def decode(self, value: JSON) -> Any:
+    def decode(self, value: JSON, path: str) -> Any:
+        """The Python value for ``value`` (valid against ``schema``), found at ``path``
+        of the input; a :class:`JSONValidationError` there when the type's own checks
+        (a pydantic model's validators) refuse it."""
         return value
 
 
@@ -462,7 +484,7 @@ class _ScalarNode(_Node):
         self.kind = kind
         self.schema = {"type": kind}
 
-    def decode(self, value: JSON) -> Any:
+    def decode(self, value: JSON, path: str) -> Any:
         if self.kind == "integer" and isinstance(value, float):
             return int(value)
         if self.kind == "number" and isinstance(value, int) and not isinstance(value, bool):
@@ -481,7 +503,7 @@ class _EnumNode(_Node):
         self.cls = cls
         self.schema = _enum_schema([member.value for member in cls])
 
-    def decode(self, value: JSON) -> Any:
+    def decode(self, value: JSON, path: str) -> Any:
         for member in self.cls:
             if _json_equal(member.value, value):
                 return member
@@ -496,8 +518,12 @@ class _ArrayNode(_Node):
         if item is not None:
             self.schema["items"] = item.schema
 
-    def decode(self, value: JSON) -> Any:
-        items = [self.item.decode(v) for v in value] if self.item else list(value)
+    def decode(self, value: JSON, path: str) -> Any:
+        items = (
+            [self.item.decode(v, _child_path(path, i)) for i, v in enumerate(value)]
+            if self.item
+            else list(value)
+        )
         return tuple(items) if self.as_tuple else items
 
 
@@ -511,8 +537,11 @@ class _TupleNode(_Node):
             "maxItems": len(items),
         }
 
-    def decode(self, value: JSON) -> Any:
-        return tuple(node.decode(v) for node, v in zip(self.items, value, strict=True))
+    def decode(self, value: JSON, path: str) -> Any:
+        return tuple(
+            node.decode(v, _child_path(path, i))
+            for i, (node, v) in enumerate(zip(self.items, value, strict=True))
+        )
 
 
 class _MapNode(_Node):
@@ -522,10 +551,12 @@ class _MapNode(_Node):
         if value_node is not None:
             self.schema["additionalProperties"] = value_node.schema
 
-    def decode(self, value: JSON) -> Any:
+    def decode(self, value: JSON, path: str) -> Any:
         if self.value_node is None:
             return dict(value)
-        return {key: self.value_node.decode(item) for key, item in value.items()}
+        return {
+            key: self.value_node.decode(item, _child_path(path, key)) for key, item in value.items()
+        }
 
 
 class _UnionNode(_Node):
@@ -533,25 +564,30 @@ class _UnionNode(_Node):
         self.variants = variants
         self.schema = {"anyOf": [variant.schema for variant in variants]}
 
-    def decode(self, value: JSON) -> Any:
+    def decode(self, value: JSON, path: str) -> Any:
         for variant in self.variants:
             try:
                 validate_json(value, variant.schema)
             except JSONValidationError:
                 continue
-            return variant.decode(value)
+            return variant.decode(value, path)
         return value  # pragma: no cover - validation admits only matching values
 
 
 class _DescribedNode(_Node):
-    """``Annotated[T, "description"]``: T's schema plus a ``description``."""
+    """``Annotated[T, "description", constraints...]``: T's schema plus a
+    ``description`` and/or constraint keywords (``schema`` is the whole result)."""
 
-    def __init__(self, inner: _Node, description: str) -> None:
+    def __init__(self, inner: _Node, schema: dict[str, Any]) -> None:
         self.inner = inner
-        self.schema = {**inner.schema, "description": description}
+        self.schema = schema
 
-    def decode(self, value: JSON) -> Any:
-        return self.inner.decode(value)
+    def decode(self, value: JSON, path: str) -> Any:
+        return self.inner.decode(value, path)
+
+
+def _described(node: _Node, description: str) -> _DescribedNode:
+    return _DescribedNode(node, {**node.schema, "description": description})
 
 
 @attrs.frozen
@@ -572,13 +608,31 @@ class _ObjectNode(_Node):
         self.build = build
         self.schema = _object_schema(fields)
 
-    def decode(self, value: JSON) -> Any:
+    def decode(self, value: JSON, path: str) -> Any:
         decoded = {
-            field.name: field.node.decode(value[field.name])
+            field.name: field.node.decode(value[field.name], _child_path(path, field.name))
             for field in self.fields
             if field.name in value
         }
         return self.build(decoded)
+
+
+class _ModelNode(_ObjectNode):
+    """A pydantic model: the schema of its fields; decoding is the model's own
+    validation, whose first complaint (a validator the schema cannot express) is
+    reported at its place in the input."""
+
+    def __init__(self, cls: type, fields: list[_Field]) -> None:
+        super().__init__(fields, functools.partial(validate_model, cls))
+        self.cls = cls
+
+    def decode(self, value: JSON, path: str) -> Any:
+        try:
+            return validate_model(self.cls, value)
+        except ModelInputError as error:
+            for part in error.location:
+                path = _child_path(path, part)
+            raise JSONValidationError(path, error.message) from None
 
 
 def _object_schema(fields: list[_Field]) -> dict[str, Any]:
@@ -604,6 +658,64 @@ def _enum_schema(values: list[Any]) -> dict[str, Any]:
         schema["type"] = kinds.pop()
     schema["enum"] = values
     return schema
+
+
+def _expanded_metadata(metadata: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``Annotated`` metadata with the constraints of a pydantic ``Field(...)`` after it."""
+    items: list[Any] = []
+    for item in metadata:
+        items.append(item)
+        items.extend(field_info_metadata(item) or ())
+    return tuple(items)
+
+
+_BOUNDS: Final = {
+    "gt": "exclusiveMinimum",
+    "ge": "minimum",
+    "lt": "exclusiveMaximum",
+    "le": "maximum",
+}
+_CONSTRAINTS: Final = (*_BOUNDS, "min_length", "max_length", "pattern")
+
+
+def _constraints(metadata: tuple[Any, ...]) -> dict[str, Any]:
+    """Constraints in ``Annotated`` metadata, read by attribute name so that neither
+    ``annotated_types`` (``Gt``, ``Ge``, ``Lt``, ``Le``, ``Interval``, ``MinLen``,
+    ``MaxLen``, ``Len``, what pydantic's ``Field`` stores) nor pydantic (``pattern``)
+    is needed."""
+    found: dict[str, Any] = {}
+    for item in metadata:
+        if isinstance(item, str) or field_info_metadata(item) is not None:
+            continue
+        for attribute in _CONSTRAINTS:
+            value = getattr(item, attribute, None)
+            if value is not None:
+                found[attribute] = value
+    return found
+
+
+def _constrained(schema: dict[str, Any], constraints: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with the JSON Schema keywords for ``constraints`` where they apply:
+    bounds on numbers, lengths on strings and arrays, a pattern on strings; through
+    ``anyOf`` into the variants they fit (``Field(pattern=...)`` on ``str | None``)."""
+    if not constraints:
+        return schema
+    variants = schema.get("anyOf")
+    if isinstance(variants, list):
+        return {**schema, "anyOf": [_constrained(variant, constraints) for variant in variants]}
+    kind = schema.get("type")
+    extra: dict[str, Any] = {}
+    for attribute, value in constraints.items():
+        if attribute in _BOUNDS and kind in ("integer", "number"):
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                extra[_BOUNDS[attribute]] = value
+        elif attribute in ("min_length", "max_length") and kind in ("string", "array"):
+            if isinstance(value, int) and not isinstance(value, bool):
+                bound = "min" if attribute == "min_length" else "max"
+                extra[bound + ("Length" if kind == "string" else "Items")] = value
+        elif attribute == "pattern" and kind == "string" and isinstance(value, str):
+            extra["pattern"] = value
+    return {**schema, **extra}
 
 
 def _description_of(metadata: tuple[Any, ...]) -> str | None:
@@ -641,8 +753,12 @@ class _Compiler:
         args = typing.get_args(hint)
         if origin is typing.Annotated:
             inner = self.compile(args[0])
-            description = _description_of(tuple(args[1:]))
-            return _DescribedNode(inner, description) if description else inner
+            metadata = _expanded_metadata(args[1:])
+            schema = _constrained(inner.schema, _constraints(metadata))
+            description = _description_of(metadata)
+            if description:
+                schema = {**schema, "description": description}
+            return _DescribedNode(inner, schema) if schema != inner.schema else inner
         if origin in _TYPED_DICT_QUALIFIERS:
             return self.compile(args[0])
         if hint is Any or hint is object:
@@ -708,11 +824,13 @@ class _Compiler:
                 return self._attrs(cls)
             if dataclasses.is_dataclass(cls):
                 return self._dataclass(cls)
+            if is_model_class(cls):
+                return self._model(cls)
         finally:
             self.active.pop()
         raise TypeError(
             f"unsupported type {cls.__qualname__} (use a TypedDict, an attrs class, a "
-            "dataclass, or JSON types)"
+            "dataclass, a pydantic model, or JSON types)"
         )
 
     def _hints(self, owner: Any) -> dict[str, Any]:
@@ -749,7 +867,7 @@ class _Compiler:
             node = self._field_node(field.name, hint, cls)
             description = field.metadata.get("description")
             if isinstance(description, str) and "description" not in node.schema:
-                node = _DescribedNode(node, description)
+                node = _described(node, description)
             has_default = field.default is not attrs.NOTHING
             # A factory default (`attrs.Factory(list)`) makes the field optional, but
             # has no value to show in the schema.
@@ -774,7 +892,7 @@ class _Compiler:
             node = self._field_node(field.name, hints.get(field.name, field.type), cls)
             description = field.metadata.get("description")
             if isinstance(description, str) and "description" not in node.schema:
-                node = _DescribedNode(node, description)
+                node = _described(node, description)
             has_value_default = field.default is not dataclasses.MISSING
             has_default = has_value_default or field.default_factory is not dataclasses.MISSING
             fields.append(
@@ -787,6 +905,25 @@ class _Compiler:
                 )
             )
         return _ObjectNode(fields, lambda kwargs: cls(**kwargs))
+
+    def _model(self, cls: type) -> _Node:
+        fields: list[_Field] = []
+        for field in model_fields(cls):
+            # Input by the name pydantic validates, output by the name it dumps.
+            name = field.output_name if self.output else field.input_name
+            node = self._field_node(name, field.hint, cls)
+            if field.description is not None and "description" not in node.schema:
+                node = _described(node, field.description)
+            fields.append(
+                _Field(
+                    name,
+                    node,
+                    required=self.output or field.required,
+                    default=field.default,
+                    has_default=field.has_value_default and not self.output,
+                )
+            )
+        return _ModelNode(cls, fields)
 
     def _field_node(self, name: str, hint: Any, owner: type) -> _Node:
         try:
@@ -877,17 +1014,23 @@ def _is_async(function: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(type(target).__call__)
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
 @attrs.frozen(eq=False)
-class PythonTool:
+class PythonTool(Generic[_P, _R]):
     """A Python function exposed as a nested tool; made by :func:`tool`.
 
     ``definition`` is what a session passes to programs (and to the ``exec``
     description); :meth:`call` runs one call from a program. Calling the object itself
     calls the wrapped function unchanged, so decorated functions stay usable and
-    testable from Python.
+    testable from Python. The class is generic in the function's parameters and return
+    type, so a type checker sees the decorated function's own signature: awaiting a
+    decorated ``async def add(a: int, b: int) -> int`` gives an ``int``.
     """
 
-    function: Callable[..., Any]
+    function: Callable[_P, _R]
     definition: ToolDefinition
     is_async: bool
     _signature: _Signature = attrs.field(alias="signature", repr=False)
@@ -897,7 +1040,7 @@ class PythonTool:
         """The host's name of the tool (``name``, ``namespace``)."""
         return self.definition.tool_name
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         return self.function(*args, **kwargs)
 
     def parse_arguments(self, input: JSON) -> tuple[list[Any], dict[str, Any]]:
@@ -908,9 +1051,9 @@ class PythonTool:
             input = {}
         try:
             validate_json(input, self._signature.node.schema)
+            decoded: dict[str, Any] = self._signature.node.decode(input, "")
         except JSONValidationError as error:
             raise ToolArgumentsError(self.definition.name, error) from None
-        decoded: dict[str, Any] = self._signature.node.decode(input)
         args = [decoded.pop(name) for name in self._signature.positional if name in decoded]
         return args, decoded
 
@@ -923,12 +1066,12 @@ class PythonTool:
         function raises. In a session each becomes the program's rejection message.
         """
         args, kwargs = self.parse_arguments(input)
+        # The arguments come from JSON, checked at run time, not by the type checker.
+        function: Callable[..., Any] = self.function
         if self.is_async:
-            result = await self.function(*args, **kwargs)
+            result = await function(*args, **kwargs)
         else:
-            result = await trio.to_thread.run_sync(
-                functools.partial(self.function, *args, **kwargs)
-            )
+            result = await trio.to_thread.run_sync(functools.partial(function, *args, **kwargs))
         try:
             return to_json(result)
         except ToolResultError as error:
@@ -939,18 +1082,14 @@ class PythonTool:
 
 
 @overload
-def tool(function: Callable[..., Any], /) -> PythonTool: ...
-
-
-@overload
 def tool(
-    function: Callable[..., Any],
+    function: Callable[_P, _R],
     /,
     *,
     name: str | None = None,
     namespace: str | None = None,
     description: str | None = None,
-) -> PythonTool: ...
+) -> PythonTool[_P, _R]: ...
 
 
 @overload
@@ -959,17 +1098,17 @@ def tool(
     name: str | None = None,
     namespace: str | None = None,
     description: str | None = None,
-) -> Callable[[Callable[..., Any]], PythonTool]: ...
+) -> Callable[[Callable[_P, _R]], PythonTool[_P, _R]]: ...
 
 
 def tool(
-    function: Callable[..., Any] | None = None,
+    function: Callable[_P, _R] | None = None,
     /,
     *,
     name: str | None = None,
     namespace: str | None = None,
     description: str | None = None,
-) -> PythonTool | Callable[[Callable[..., Any]], PythonTool]:
+) -> PythonTool[_P, _R] | Callable[[Callable[_P, _R]], PythonTool[_P, _R]]:
     """Make a nested tool from a type-hinted function: ``@tool``, ``@tool(name=...,
     namespace=..., description=...)`` or ``tool(function, ...)``.
 
@@ -977,10 +1116,11 @@ def tool(
     (cleaned; empty if none). With a ``namespace`` the raw name is
     ``<namespace>__<name>``, the JS identifier derived from it. Raises ``TypeError``
     for a parameter whose hint is missing or unsupported, or for ``*args``/``**kwargs``.
-    See the module docstring for the supported hints.
+    See the module docstring for the supported hints. The result keeps ``function``'s
+    signature for type checkers (see :class:`PythonTool`).
     """
 
-    def make(function: Callable[..., Any]) -> PythonTool:
+    def make(function: Callable[_P, _R]) -> PythonTool[_P, _R]:
         tool_name = name if name is not None else getattr(function, "__name__", None)
         if not isinstance(tool_name, str) or not tool_name:
             raise TypeError("a tool needs a non-empty name (pass name=...)")

@@ -11,7 +11,8 @@ SDK call; nothing imports an SDK. Shapes (as published at the time of writing):
   ``{"type": "text"}`` (unconstrained) on request. ``wait`` is a function tool
   (``{"type": "function", "name", "description", "parameters", "strict"}``). Results
   go back as ``custom_tool_call_output`` / ``function_call_output`` items whose
-  ``output`` is a list of ``input_text`` / ``input_image`` parts.
+  ``output`` is a list of ``input_text`` / ``input_image`` parts; an image always
+  carries a ``detail``.
 * **Anthropic Messages API**. Tools are ``{"name", "description", "input_schema"}``.
   There are no free-text tools, so ``exec`` takes ``{"code": string}`` and its
   description says so. Results are ``tool_result`` blocks with ``text`` and ``image``
@@ -40,6 +41,7 @@ __all__ = [
     "EXEC_CODE_ARGUMENT",
     "EXEC_LARK_GRAMMAR",
     "EXEC_TOOL_NAME",
+    "OPENAI_DEFAULT_IMAGE_DETAIL",
     "WAIT_TOOL_NAME",
     "anthropic_content",
     "anthropic_exec_tool",
@@ -78,6 +80,9 @@ SOURCE: /[\s\S]+/
 or just the source. It admits every valid input, and only constrains the model away
 from wrapping the program in JSON or prose; :func:`~.pragma.parse_exec_input` does the
 real validation."""
+
+OPENAI_DEFAULT_IMAGE_DETAIL: Final = "auto"
+"""The ``detail`` sent for an image that names none (the Responses API's default)."""
 
 ANTHROPIC_IMAGE_MEDIA_TYPES: Final = frozenset(
     {"image/jpeg", "image/png", "image/gif", "image/webp"}
@@ -205,21 +210,25 @@ def openai_content(
     items: Sequence[OutputItem], *, allow_original_detail: bool = True
 ) -> list[dict[str, Any]]:
     """Content items as Responses API input parts: ``{"type": "input_text", "text"}``
-    and ``{"type": "input_image", "image_url", "detail"?}``.
+    and ``{"type": "input_image", "image_url", "detail"}``.
 
-    ``detail`` is omitted when the item has none (the API then uses ``auto``). Set
+    An image always names its ``detail``: the SDK's type for a custom tool's output
+    requires it, so an item without one is sent as ``"auto"`` (the API's default). Set
     ``allow_original_detail=False`` for models that reject ``"original"``: such images
-    are sent without a detail rather than failing the request."""
+    are sent as ``"auto"`` too rather than failing the request."""
     parts: list[dict[str, Any]] = []
     for item in items:
         if isinstance(item, Image):
-            part: dict[str, Any] = {"type": "input_image", "image_url": item.image_url}
             detail = item.detail
             if detail is ImageDetail.ORIGINAL and not allow_original_detail:
                 detail = None
-            if detail is not None:
-                part["detail"] = detail.value
-            parts.append(part)
+            parts.append(
+                {
+                    "type": "input_image",
+                    "image_url": item.image_url,
+                    "detail": OPENAI_DEFAULT_IMAGE_DETAIL if detail is None else detail.value,
+                }
+            )
         else:
             parts.append({"type": "input_text", "text": item.text})
     return parts

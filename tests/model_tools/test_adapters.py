@@ -99,10 +99,10 @@ def test_openai_content_and_outputs() -> None:
     assert parts == [
         {"type": "input_text", "text": "hello"},
         {"type": "input_image", "image_url": PNG_URL, "detail": "original"},
-        {"type": "input_image", "image_url": "https://example.com/a.jpg"},
+        {"type": "input_image", "image_url": "https://example.com/a.jpg", "detail": "auto"},
     ]
     no_original = openai_content(ITEMS, allow_original_detail=False)
-    assert no_original[1] == {"type": "input_image", "image_url": PNG_URL}
+    assert no_original[1] == {"type": "input_image", "image_url": PNG_URL, "detail": "auto"}
     assert openai_content([Image(PNG_URL, ImageDetail.LOW)])[0]["detail"] == "low"
     assert openai_exec_output("call_1", ITEMS) == {
         "type": "custom_tool_call_output",
