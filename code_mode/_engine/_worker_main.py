@@ -64,10 +64,11 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
     writer.send({"ev": "ready"})
     isolates: dict[int, NativeIsolate] = {}
     lock = threading.Lock()
-    # Separate threads for creating and closing: closing may wait for JavaScript stuck
-    # in a builtin, and must not hold up new isolates.
+    # Creating runs on a helper thread; each close on a thread of its own: closing may
+    # wait for JavaScript stuck in a builtin, and must hold up neither new isolates nor
+    # the closing of others.
     creating = ThreadPoolExecutor(max_workers=1, thread_name_prefix="code-mode-create")
-    closing = ThreadPoolExecutor(max_workers=2, thread_name_prefix="code-mode-close")
+    closing: list[threading.Thread] = []
 
     def create(isolate_id: int, memory: int, max_message: int) -> None:
         def on_batch(text: str | None) -> None:
@@ -130,9 +131,15 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
                     create, isolate_id, int(header["memory"]), int(header["max_message"])
                 )
             elif op == "close":
-                closing.submit(close, isolate_id)
+                closing[:] = [thread for thread in closing if thread.is_alive()]
+                thread = threading.Thread(target=close, args=(isolate_id,), name="code-mode-close")
+                thread.start()
+                closing.append(thread)
+            elif op == "ping":
+                writer.send({"ev": "pong"})
     creating.shutdown(wait=True)
-    closing.shutdown(wait=True)
+    for thread in closing:
+        thread.join()
     with lock:
         remaining = list(isolates.values())
         isolates.clear()
