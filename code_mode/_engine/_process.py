@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import math
 import os
 import signal
@@ -35,6 +36,8 @@ from ._backend import IsolateHandle, IsolateSink
 from ._native import NativeIsolateError
 from ._wire import FrameError, FrameReader, frame
 from ._worker_main import BOOTSTRAP
+
+logger = logging.getLogger("code_mode")
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
 _STDERR_TAIL = 4096
@@ -110,7 +113,13 @@ class WorkerProcess:
         """Start the process and serve it until it exits (a task of the pool)."""
         try:
             self._process = await trio.lowlevel.open_process(
-                [sys.executable, "-c", BOOTSTRAP, _PACKAGE_DIR],
+                [
+                    sys.executable,
+                    "-c",
+                    BOOTSTRAP,
+                    _PACKAGE_DIR,
+                    "confine" if self._pool.confine else "none",
+                ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -219,6 +228,14 @@ class WorkerProcess:
         elif event == "pong":
             self._last_pong = trio.current_time()
         elif event == "ready":
+            unconfined = header.get("unconfined")
+            if unconfined and self._pool.confine and not self._pool.warned_unconfined:
+                self._pool.warned_unconfined = True
+                logger.warning(
+                    "code_mode worker processes run unconfined in part: no %s "
+                    "(see docs/security.md, 'Confinement of worker processes')",
+                    ", ".join(map(str, unconfined)),
+                )
             self.ready = True
             self.ready_event.set()
         elif event == "created":
@@ -388,6 +405,7 @@ class ProcessPool:
         memory_limit: int | None = None,
         heartbeat_timeout: float = 10.0,
         close_timeout: float = 2.0,
+        confine: bool = True,
     ) -> None:
         self._nursery = nursery
         self._size = size
@@ -396,6 +414,8 @@ class ProcessPool:
         self.memory_limit = memory_limit
         self.heartbeat_timeout = heartbeat_timeout
         self.close_timeout = close_timeout
+        self.confine = confine
+        self.warned_unconfined = False
         self.workers: list[WorkerProcess] = []
         self._ids = itertools.count(1)
         self._closed = False

@@ -128,6 +128,14 @@ class EngineConfig:
     Only ``"process"`` mode: in ``"thread"`` mode each disposal runs on a thread of
     its own, so a stuck one delays only its own cell."""
 
+    confine_workers: bool = True
+    """Whether worker processes confine themselves once V8 is up (default ``True``):
+    no new processes, no sockets, no file writes, reads only of what a worker needs
+    (seccomp-bpf, Landlock, ``PR_SET_NO_NEW_PRIVS``, rlimits), so that a V8 exploit
+    does not get the host user's powers. Where the kernel lacks a mechanism the worker
+    runs without it and a warning is logged once. Turn it off only to debug a worker.
+    See ``docs/security.md``."""
+
 
 class Engine:
     """Runs isolates for any number of sessions; use as ``async with Engine(...)``.
@@ -178,6 +186,7 @@ class Engine:
                     memory_limit=self._config.worker_memory_limit_bytes,
                     heartbeat_timeout=self._config.worker_heartbeat_timeout,
                     close_timeout=self._config.isolate_close_timeout,
+                    confine=self._config.confine_workers,
                 )
                 await self._pool.prestart()
                 backend = self._pool
