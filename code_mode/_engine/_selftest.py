@@ -49,7 +49,6 @@ def try_forbidden(directory: str) -> dict[str, str]:
     actions: dict[str, Callable[[], object]] = {
         "fork": _fork,
         "spawn": _spawn,
-        "exec": lambda: os.execv("/bin/true", ["true"]),
         "socket_inet": _socket("AF_INET"),
         "socket_unix": _socket("AF_UNIX"),
         "create_file": lambda: open(base / "new.txt", "w").close(),
@@ -62,6 +61,8 @@ def try_forbidden(directory: str) -> dict[str, str]:
         # allowed
         "thread": _thread,
         "read_package": lambda: Path(__file__).read_bytes(),
+        # last: were it allowed, the worker would become /bin/true
+        "exec": lambda: os.execv("/bin/true", ["true"]),
     }
     results: dict[str, str] = {}
     for name, action in actions.items():
