@@ -30,6 +30,7 @@ import enum
 import json
 import logging
 import math
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -57,7 +58,6 @@ from ._errors import AlreadyTerminating, BusyObserver, MissingCell, RuntimeFailu
 from ._observer import OneShot
 from ._tool_names import normalize_identifier
 from ._types import (
-    JSON,
     CellEvent,
     CellId,
     Completed,
@@ -76,6 +76,20 @@ from ._types import (
 logger = logging.getLogger("code_mode")
 
 ERROR_TRUNCATED_SUFFIX = "\n[code mode error truncated]"
+
+#: Notifications of one cell with the delegate at once; later ones wait their turn.
+NOTIFY_CONCURRENCY = 16
+
+
+def describe_exception(error: BaseException) -> str:
+    """``str(error)``, or the exception's type name when that is empty or itself fails:
+    a delegate's exception is foreign code, and rendering it must not escape the cell
+    (an ``__str__`` that raises would end the whole session nursery)."""
+    try:
+        text = str(error)
+    except Exception:
+        text = ""
+    return text or type(error).__name__
 
 
 class Phase(enum.Enum):
@@ -106,7 +120,7 @@ class CellHost:
         delegate: SessionRuntimeDelegate,
         config: RuntimeConfig,
         backend: IsolateSource,
-        commit_writes: Callable[[dict[str, JSON]], str | None],
+        commit_writes: Callable[[dict[str, str]], str | None],
         close_cell: Callable[[CellId], Awaitable[None]],
         forget_cell: Callable[[CellId], None],
     ) -> None:
@@ -166,8 +180,12 @@ class Cell:
         self._completion: Completed | None = None
 
         self._timers: dict[int, float] = {}
+        self._run_deadline = math.inf  # RuntimeConfig.max_cell_seconds, from the start
         self._tool_scopes: dict[str, trio.CancelScope] = {}  # outstanding, call order
-        self._notify_scopes: set[trio.CancelScope] = set()
+        self._notify_scopes: set[trio.CancelScope] = set()  # delivering tasks
+        self._notify_queue: deque[str] = deque()  # notifications waiting for one
+        self._notifying = 0  # notifications with the delegate now
+        self._cancel_notifications = False  # set by a max_pending_notifications breach
         self._callbacks_running = 0
         self._callbacks_changed = trio.Event()
         self._wake = trio.Event()
@@ -207,7 +225,7 @@ class Cell:
         if failure is not None:
             raise failure
 
-    async def _start(self, stored: dict[str, JSON]) -> bool:
+    async def _start(self, stored_json: str) -> bool:
         """Create the isolate and start the program, outside the registry lock (a
         worker process that does not answer must not hold up the session). False if
         the cell never started: V8 failed, or :meth:`wait_started` was abandoned."""
@@ -229,8 +247,18 @@ class Cell:
                 self._start_outcome.deliver(failure)
             return False
         if isolate is not None:
+            try:
+                isolate.start(
+                    self, source=self._request.source, tools=tools_payload, stored_json=stored_json
+                )
+            except Exception as error:
+                # Never leave an isolate behind for a cell that was not admitted.
+                with trio.CancelScope(shield=True):
+                    await isolate.close()
+                if not self._start_outcome.abandoned:
+                    self._start_outcome.fail(error)
+                return False
             self._isolate = isolate
-            isolate.start(self, source=self._request.source, tools=tools_payload, stored=stored)
             self._on_started()
         self._start_outcome.deliver(None)
         return True
@@ -242,6 +270,7 @@ class Cell:
         isolate's own ``started`` message travels with its first batch of output and
         only confirms the order of the message stream."""
         self._started = True
+        self._run_deadline = trio.current_time() + self._config.max_cell_seconds
         observer = self._observer
         if observer is not None and isinstance(observer.mode, YieldAfter):
             self._arm(observer)
@@ -411,6 +440,11 @@ class Cell:
                     f"exec cell exceeded its limit of {self._config.max_output_bytes} "
                     "buffered output bytes (RuntimeConfig.max_output_bytes)"
                 )
+            elif len(self._buffer) > self._config.max_output_items:
+                self._breach(
+                    f"exec cell exceeded its limit of {self._config.max_output_items} "
+                    "buffered output items (RuntimeConfig.max_output_items)"
+                )
         elif isinstance(event, Started):
             pass  # the cell counts as started from the moment its start was posted
         elif isinstance(event, YieldRequested):
@@ -518,7 +552,7 @@ class Cell:
                     ok = True
                 except Exception as error:
                     # An exception without a message still says what it was.
-                    message = str(error) or type(error).__name__
+                    message = describe_exception(error)
         finally:
             self._tool_scopes.pop(call.runtime_tool_call_id, None)
             self._callback_finished()
@@ -545,29 +579,53 @@ class Cell:
         )
         try:
             text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+            if isinstance(value, dict | list) and json_depth_exceeds(
+                value, self._config.max_json_depth
+            ):
+                return "", too_deep
         except RecursionError:
             return "", too_deep
-        except (TypeError, ValueError) as error:
-            return "", f"returned a value that is not JSON data: {error}"
-        if isinstance(value, dict | list) and json_depth_exceeds(
-            value, self._config.max_json_depth
-        ):
-            return "", too_deep
+        except Exception as error:
+            # Whatever the value's own code raises (a dict subclass whose `items()`
+            # fails, say) only rejects this call.
+            return "", f"returned a value that is not JSON data: {describe_exception(error)}"
         return text, None
 
     def _start_notification(self, text: str) -> None:
-        scope = trio.CancelScope()
-        self._notify_scopes.add(scope)
-        self._callback_started()
-        self._host.nursery.start_soon(self._run_notification, text, scope)
+        limit = self._config.max_pending_notifications
+        if len(self._notify_queue) + self._notifying >= limit:
+            # The delegate is not keeping up: waiting for it would hold the cell open
+            # for as long as it lags, so the cell's notifications are cancelled.
+            self._cancel_notifications = True
+            self._breach(
+                f"exec cell exceeded its limit of {limit} pending notifications "
+                "(RuntimeConfig.max_pending_notifications)"
+            )
+            return
+        self._notify_queue.append(text)
+        if len(self._notify_scopes) < NOTIFY_CONCURRENCY:
+            scope = trio.CancelScope()
+            self._notify_scopes.add(scope)
+            self._callback_started()
+            self._host.nursery.start_soon(self._deliver_notifications, scope)
 
-    async def _run_notification(self, text: str, scope: trio.CancelScope) -> None:
+    async def _deliver_notifications(self, scope: trio.CancelScope) -> None:
+        """Hand waiting notifications to the delegate, one at a time, until none is
+        left (a burst costs a few tasks, not one per notification)."""
         try:
             with scope:
-                try:
-                    await self._host.delegate.notify(self._request.tool_call_id, self.id, text)
-                except Exception as error:
-                    logger.warning("failed to deliver code mode notification: %s", error)
+                while self._notify_queue:
+                    text = self._notify_queue.popleft()
+                    self._notifying += 1
+                    try:
+                        await self._host.delegate.notify(self._request.tool_call_id, self.id, text)
+                    except Exception as error:
+                        logger.warning(
+                            "failed to deliver code mode notification: %s",
+                            describe_exception(error),
+                        )
+                    finally:
+                        self._notifying -= 1
         finally:
             self._notify_scopes.discard(scope)
             self._callback_finished()
@@ -579,6 +637,7 @@ class Cell:
         for scope in list(self._tool_scopes.values()):
             scope.cancel()
         if notifications:
+            self._notify_queue.clear()
             for scope in list(self._notify_scopes):
                 scope.cancel()
         with trio.move_on_after(self._config.callback_grace):
@@ -591,10 +650,10 @@ class Cell:
     # ------------------------------------------------------------------------------
     # The cell task
 
-    async def run(self, stored: dict[str, JSON]) -> None:
+    async def run(self, stored_json: str) -> None:
         """The cell's life, as a task of the session nursery: start the program with
-        ``stored`` (the session's values when it was admitted), run it, close."""
-        if not await self._start(stored):
+        ``stored_json`` (the session's values when it was admitted), run it, close."""
+        if not await self._start(stored_json):
             self._host.forget_cell(self.id)
             return
         try:
@@ -618,6 +677,8 @@ class Cell:
 
     async def _sleep_until_next_deadline(self) -> None:
         deadline = min(self._timers.values(), default=math.inf)
+        if self.phase is Phase.RUNNING and self._finished is None and self._failure is None:
+            deadline = min(deadline, self._run_deadline)
         if self._observer is not None:
             deadline = min(deadline, self._observer.deadline)
         if self._wake.is_set():
@@ -632,6 +693,14 @@ class Cell:
         if self.phase is not Phase.RUNNING or self._finished is not None or self._failure:
             return
         now = trio.current_time()
+        if now >= self._run_deadline:
+            # Not a point of the message stream: what the program had queued until now
+            # is still handed over (the drain), as for a termination.
+            self.on_engine_failure(
+                "exec cell exceeded its running-time limit of "
+                f"{self._config.max_cell_seconds:g} seconds (RuntimeConfig.max_cell_seconds)"
+            )
+            return
         observer = self._observer
         if observer is not None and observer.deadline <= now:
             self._resolve(Yielded(self._take_buffer()))
@@ -654,6 +723,8 @@ class Cell:
                 self._isolate.stop()
         # 1. In-flight notifications finish (they are not cancelled), unless someone
         #    terminates the cell meanwhile; then tool calls are cancelled.
+        if self._cancel_notifications:
+            await self._cancel_callbacks(notifications=True)
         while self._notify_scopes and not self._terminate_requested:
             await self._sleep_until_next_deadline()
         if self._terminate_requested:

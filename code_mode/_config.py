@@ -95,3 +95,27 @@ class RuntimeConfig:
 
     allow_remote_image_urls: bool = True
     """Whether ``image()`` accepts ``http(s)://`` URLs; ``False`` allows ``data:`` only."""
+
+    max_output_items: int = attrs.field(default=100_000, validator=_positive)
+    """Output items (each ``text``, ``image``, ``console.log`` call) a cell may buffer
+    between two delivered events (default 100 000). ``max_output_bytes`` counts only
+    the text and URLs, so empty items (``text("")``, ``console.log()``) would otherwise
+    be free while each still costs the host about a hundred bytes; at the defaults,
+    buffered items cost the host well under ``max_output_bytes``. A breach ends the cell
+    with ``exec cell exceeded its limit of <N> buffered output items
+    (RuntimeConfig.max_output_items)``."""
+
+    max_pending_notifications: int = attrs.field(default=10_000, validator=_positive)
+    """Notifications (``notify(...)``) of one cell that the delegate has not finished
+    handling yet, waiting ones included (default 10 000). At most 16 of them are with
+    the delegate at once; the rest wait their turn, at a few dozen bytes plus their text
+    each. A breach ends the cell with ``exec cell exceeded its limit of <N> pending
+    notifications (RuntimeConfig.max_pending_notifications)``."""
+
+    max_cell_seconds: float = attrs.field(default=3600.0, validator=_positive)
+    """Longest a cell may run, in wall-clock seconds from its start (default one hour),
+    whether it computes, waits for tools or sleeps on timers; a completed cell whose
+    result is not collected yet no longer counts. So a cell nobody terminates cannot
+    spin forever. A breach ends the cell with ``exec cell exceeded its running-time
+    limit of <N> seconds (RuntimeConfig.max_cell_seconds)``; output produced until then
+    is kept, stored writes are dropped."""

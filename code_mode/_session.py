@@ -10,7 +10,10 @@ State:
 * the *registry* ``cell id -> Live(cell) | Closing``, guarded by one FIFO
   ``trio.Lock`` (ordering of admissions and shutdown relies on its fairness);
 * a live count of registry entries that ``shutdown`` waits on;
-* the session's stored values, merged from each completing cell;
+* the session's stored values, merged from each completing cell: kept as the JSON text
+  the runtime's ``store`` wrote, never parsed on the host, with the JSON of the whole
+  map ready for the next cell's start command (so neither a start nor a commit costs
+  more than a copy of text, whatever the values hold);
 * two flags: *rejecting* (no new ``execute`` may start; set the moment a shutdown or
   the drop begins) and *closed* (set under the lock, so an ``execute`` that queued on
   the lock before a ``shutdown`` is still admitted, as the seed test requires).
@@ -28,26 +31,23 @@ from typing import Final
 import attrs
 import trio
 
-from ._cell import Cell, CellHost, _Observer
+from ._cell import Cell, CellHost, _Observer, describe_exception
 from ._config import RuntimeConfig
 from ._delegate import SessionRuntimeDelegate
 from ._engine._default import default_engine
 from ._engine.engine import Engine
 from ._errors import DuplicateCell, MissingCell, ShuttingDown
 from ._observer import OneShot
-from ._types import JSON, CellEvent, CellId, ExecuteRequest, ObserveMode
+from ._types import CellEvent, CellId, ExecuteRequest, ObserveMode
 
 logger = logging.getLogger("code_mode")
 
 _CLOSING: Final = "closing"
 
 
-def _compact_json(value: JSON) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
 def _utf16_length(text: str) -> int:
-    return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
+    # At C speed: a stored value may be megabytes of text.
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 @attrs.frozen(eq=False)
@@ -101,7 +101,9 @@ class SessionRuntime:
         self._registry_lock = trio.Lock()
         self._cell_count = 0
         self._count_changed = trio.Event()
-        self._stored: dict[str, JSON] = {}
+        self._stored: dict[str, str] = {}  # key -> JSON text
+        self._stored_units: dict[str, int] = {}  # key -> UTF-16 units of key and text
+        self._stored_json = "{}"  # JSON of `_stored`, as the start command carries it
         self._ids = itertools.count(1)
         self._rejecting = False
         self._closed = False
@@ -176,7 +178,7 @@ class SessionRuntime:
         if self._rejecting or self._host is None:
             raise ShuttingDown()
         cell_id = CellId(str(next(self._ids)))
-        stored = dict(self._stored)
+        stored_json = self._stored_json
         async with self._registry_lock:
             if self._closed:
                 raise ShuttingDown()
@@ -187,7 +189,7 @@ class SessionRuntime:
             self._registry[cell_id] = cell
             self._publish_count()
             assert self._nursery is not None
-            self._nursery.start_soon(cell.run, stored, name=f"code_mode cell {cell_id}")
+            self._nursery.start_soon(cell.run, stored_json, name=f"code_mode cell {cell_id}")
         # The isolate is created outside the lock: a worker that does not answer holds
         # up only this call, which its caller may cancel.
         await cell.wait_started()
@@ -246,23 +248,24 @@ class SessionRuntime:
         while self._cell_count != count:
             await self._count_changed.wait()
 
-    def _commit_writes(self, writes: dict[str, JSON]) -> str | None:
+    def _commit_writes(self, writes: dict[str, str]) -> str | None:
         if not writes:
             return None
-        merged = dict(self._stored)
-        merged.update(writes)
-        # Counted as the isolate counts them: compact JSON text, in UTF-16 code units.
-        size = sum(
-            _utf16_length(key) + _utf16_length(_compact_json(value))
-            for key, value in merged.items()
+        # Counted as the isolate counts them: JSON text, in UTF-16 code units.
+        units = {key: _utf16_length(key) + _utf16_length(text) for key, text in writes.items()}
+        size = sum(units.values()) + sum(
+            count for key, count in self._stored_units.items() if key not in writes
         )
-        if len(merged) > self._config.max_stored_entries or size > self._config.max_stored_bytes:
+        entries = len(self._stored.keys() | writes.keys())
+        if entries > self._config.max_stored_entries or size > self._config.max_stored_bytes:
             return (
                 "code mode session storage exceeds its limit of "
                 f"{self._config.max_stored_entries} entries or "
                 f"{self._config.max_stored_bytes} serialized bytes"
             )
-        self._stored = merged
+        self._stored.update(writes)
+        self._stored_units.update(units)
+        self._stored_json = json.dumps(self._stored, ensure_ascii=False)
         return None
 
     def _forget_cell(self, cell_id: CellId) -> None:
@@ -278,7 +281,9 @@ class SessionRuntime:
             await self._delegate.cell_closed(cell_id)
         except Exception as error:
             logger.warning(
-                "failed to close code mode delegate state for cell %s: %s", cell_id, error
+                "failed to close code mode delegate state for cell %s: %s",
+                cell_id,
+                describe_exception(error),
             )
         async with self._registry_lock:
             self._registry.pop(cell_id, None)

@@ -79,14 +79,20 @@ class ChildResult:
         return f"child {how} on {cpu_description()}\n--- output ---\n{self.output[-6000:]}"
 
 
-def run_child(body: str, isolation: str | None, *, timeout: float = 120) -> ChildResult:
+def run_child(
+    body: str,
+    isolation: str | None,
+    *,
+    timeout: float = 120,
+    env: dict[str, str] | None = None,
+) -> ChildResult:
     """Run ``body`` in a new interpreter (``-X faulthandler``). With ``isolation``,
     the body defines ``async def main()`` after :data:`PRELUDE`, and is run with
     ``trio.run(main)``."""
     script = textwrap.dedent(body)
     if isolation is not None:
         script = f"ISOLATION = {isolation!r}\n{PRELUDE}\n{script}\ntrio.run(main)\n"
-    env = dict(os.environ, PYTHONFAULTHANDLER="1")
+    env = dict(os.environ, PYTHONFAULTHANDLER="1", **(env or {}))
     completed = subprocess.run(
         [sys.executable, "-X", "faulthandler", "-c", script],
         stdout=subprocess.PIPE,

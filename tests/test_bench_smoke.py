@@ -100,3 +100,24 @@ def test_runner_imports_without_matplotlib() -> None:
         "assert 'matplotlib' not in sys.modules, 'bench.run imported matplotlib'\n"
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=60)
+
+
+def test_sessions_benchmark_measures_every_point(tmp_path: Path) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.sessions", "--quick", "--no-plots", "--out", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    results = json.loads((tmp_path / "sessions.json").read_text())
+    assert results["machine"]["pku"] in (True, False)
+    s1 = {(point["mode"], point["sessions"]) for point in results["S1"]}
+    assert s1 == {(mode, n) for mode in ("process", "thread") for n in (2, 5)}
+    for point in results["S1"]:
+        assert point["after"]["processes"] >= 1
+        assert point["latency_crowded_ms"] > 0
+    for point in results["S2"]:
+        assert point["cells"] == 8 and point["cells_per_s"] > 0

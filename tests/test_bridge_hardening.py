@@ -302,7 +302,7 @@ def test_a_well_formed_stream_becomes_events() -> None:
         TimerSet(2, 0.0),
         TimerCleared(1),
         ToolCallRequested("tool-2", "patch", "diff", True),
-        Finished(None, {"k": [1], "__proto__": {}}),
+        Finished(None, {"k": "[1]", "__proto__": "{}"}),  # texts, kept as written
     ]
 
 
@@ -461,8 +461,9 @@ def test_an_array_buffer_breach_ends_the_stream() -> None:
             "timer delay must be a non-negative number",
         ),
         (
+            # no number of a message may be out of range (JSON.rawJSON can write one)
             ['[{"t":"started"},{"t":"timer","id":1,"ms":1e400}]'],
-            "timer delay must be a non-negative number",
+            "malformed message batch: number 1e400 is out of range",
         ),
         ([[START, {"t": "clear", "id": 1}]], "clear of unknown timer id 1"),
         (
@@ -492,20 +493,8 @@ def test_an_array_buffer_breach_ends_the_stream() -> None:
             "stored values must arrive as JSON text",
         ),
         (
-            [[START, {"t": "done", "error": None, "writes": {"k": "{"}}]],
-            "stored value 'k' is not valid JSON",
-        ),
-        (
-            [[START, {"t": "done", "error": None, "writes": {"k": "NaN"}}]],
-            "stored value 'k' is not valid JSON",
-        ),
-        (
-            [[START, {"t": "done", "error": None, "writes": {"k": "[[[[[1]]]]]"}}]],
-            "stored value 'k' nests deeper than the limit of 4 (RuntimeConfig.max_json_depth)",
-        ),
-        (
-            [[START, {"t": "done", "error": None, "writes": {"k": "[" * 100_000 + "]" * 100_000}}]],
-            "stored value 'k' nests deeper than the limit of 4 (RuntimeConfig.max_json_depth)",
+            [[START, {"t": "done", "error": None, "writes": {"k": ""}}]],
+            "stored values must arrive as JSON text",
         ),
     ],
 )

@@ -8,6 +8,9 @@ wherever the library puts it.
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+
 import pytest
 
 from .native_child import RUNS, cpu_has_pku, run_child
@@ -104,3 +107,40 @@ def test_counting_isolates_does_not_initialise_v8() -> None:
     )
     assert result.returncode == 0, result.describe()
     assert result.output.strip().endswith("untouched")
+
+
+#: Makes ``pkey_alloc`` refuse every key, as on a CPU without protection keys: V8 then
+#: protects nothing with them, and code_mode's rights handling must stand aside.
+NO_PKEYS_SHIM = r"""
+#include <errno.h>
+int pkey_alloc(unsigned int flags, unsigned int access_rights) {
+    (void)flags; (void)access_rights;
+    errno = ENOSPC;
+    return -1;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def no_pkeys_shim(tmp_path_factory: pytest.TempPathFactory) -> str:
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        pytest.skip("no C compiler (cc or gcc) to build the pkey_alloc shim")
+    folder = tmp_path_factory.mktemp("shim")
+    (folder / "nopkeys.c").write_text(NO_PKEYS_SHIM)
+    library = folder / "libnopkeys.so"
+    subprocess.run(
+        [compiler, "-shared", "-fPIC", "-o", str(library), str(folder / "nopkeys.c")], check=True
+    )
+    return str(library)
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_scenario_survives_without_protection_keys(
+    isolation: str, scenario: str, no_pkeys_shim: str
+) -> None:
+    """The same scenarios as on a CPU without ``pku`` (simulated where the CPU has it)."""
+    body = "from code_mode._engine import _pkeys\nassert not _pkeys.supported()\n"
+    result = run_child(body + SCENARIOS[scenario], isolation, env={"LD_PRELOAD": no_pkeys_shim})
+    assert result.returncode == 0, result.describe()
+    assert "worker process died" not in result.output, result.describe()

@@ -38,7 +38,6 @@ the ``pkey_alloc`` system call, which simply fails there, before any PKRU access
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import threading
 from typing import Any, Final
 
@@ -56,7 +55,9 @@ def _load() -> Any:
     global _libc, _supported
     if _supported is None:
         try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+            # The process's global symbols, as V8 sees them (an LD_PRELOAD'ed
+            # pkey_alloc that refuses keys turns them off for V8 and for us alike).
+            libc = ctypes.CDLL(None, use_errno=True)
             alloc, free = libc.pkey_alloc, libc.pkey_free
             libc.pkey_get, libc.pkey_set  # noqa: B018 - present with glibc >= 2.27
         except (OSError, AttributeError):

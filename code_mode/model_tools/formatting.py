@@ -74,6 +74,21 @@ figure depends on the model and the image size, which the host cannot know here;
 matters is that images count, and count as a whole."""
 
 
+def well_formed(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD.
+
+    JavaScript strings, and so program output, error texts and whatever the model's
+    arguments echo back, may hold lone surrogates, which no UTF-8 API (nor this
+    module's byte counts) can carry."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
 def estimate_tokens(text: str) -> int:
     """Estimate the tokens of ``text`` as ``ceil(utf8_bytes / 4)``.
 
@@ -134,9 +149,13 @@ def format_result(
     An empty ``error_text`` still counts as a failure: ``None`` is the only success.
     """
     items: list[OutputItem] = [] if isinstance(result, str) else list(result.content_items)
+    items = [Text(well_formed(item.text)) if isinstance(item, Text) else item for item in items]
     error_text = result if isinstance(result, str) else None
     if isinstance(result, Completed):
         error_text = result.error_text
+    if error_text is not None:
+        error_text = well_formed(error_text)
+    cell_id = well_formed(cell_id)
     if error_text is not None:
         items.append(Text(f"Script error:\n{error_text}"))
     header = Text(result_header(result_status(result, cell_id), wall_time))

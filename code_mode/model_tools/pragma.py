@@ -123,7 +123,7 @@ def parse_exec_input(text: str) -> ExecInput:
         raise PragmaError(_NOT_OBJECT)
     try:
         value = json.loads(directive)
-    except json.JSONDecodeError as error:
+    except ValueError as error:  # a decode error, or an integer of 5000 digits
         raise PragmaError(_INVALID_JSON.format(detail=error)) from None
     if not isinstance(value, dict):
         raise PragmaError(_NOT_OBJECT)

@@ -83,6 +83,7 @@ from code_mode.model_tools.formatting import format_result
 from code_mode.model_tools.pragma import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     DEFAULT_YIELD_TIME_MS,
+    MAX_SAFE_INTEGER,
     PragmaError,
     parse_exec_input,
 )
@@ -145,7 +146,9 @@ def resolve_yield_time_ms(requested_ms: int, max_yield_time_ms: int | None = Non
     """When an ``exec``/``wait`` asking for ``requested_ms`` should yield: plus
     :data:`YIELD_GRACE_MS` if it is at least :data:`YIELD_GRACE_THRESHOLD_MS`, then
     capped by ``max_yield_time_ms`` (``0`` yields at once)."""
-    resolved = max(0, requested_ms)
+    # At most 2**53 - 1 ms (285 000 years): a larger integer, which the model may send
+    # in `wait`, would not even convert to seconds as a float.
+    resolved = min(max(0, requested_ms), MAX_SAFE_INTEGER)
     if resolved >= YIELD_GRACE_THRESHOLD_MS:
         resolved += YIELD_GRACE_MS
     if max_yield_time_ms is not None:
@@ -170,7 +173,7 @@ def _wait_arguments(arguments: Mapping[str, Any] | str) -> tuple[str, int, int, 
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
-        except json.JSONDecodeError as error:
+        except ValueError as error:  # a decode error, or an integer of 5000 digits
             raise _WaitArgumentsError(f"failed to parse function arguments: {error}") from None
     if not isinstance(arguments, Mapping):
         raise _WaitArgumentsError("wait expects JSON arguments")
@@ -218,7 +221,7 @@ def _exec_source(arguments: Mapping[str, Any] | str) -> str:
         if text.startswith("{") and text.endswith("}"):
             try:
                 decoded = json.loads(text)
-            except json.JSONDecodeError:
+            except ValueError:  # a decode error, or an integer of 5000 digits
                 return arguments
             if isinstance(decoded, dict) and isinstance(decoded.get("code"), str):
                 return exec_source_from_arguments(decoded)

@@ -1041,8 +1041,8 @@ DEEP_JSON: Final = [
         "stored-value-very-deep",
         f"store('k', {_deep(100_000)});",
         FailsWith(
-            exact="exec runtime sent an invalid message: stored value 'k' nests deeper than the "
-            "limit of 128 (RuntimeConfig.max_json_depth)"
+            exact='Unable to store "k": it nests deeper than the limit of 128 '
+            "(RuntimeConfig.max_json_depth)"
         ),
     ),
     _program(

@@ -59,6 +59,11 @@ const rtInt32Array = Int32Array;
 const rtArrayBuffer = ArrayBuffer;
 const rtDateNow = Date.now;
 const rtObjectSetPrototypeOf = Object.setPrototypeOf;
+// `charCodeAt` as a plain function of (string, index): one call per character, with no
+// argument array (rtJsonProblem scans whole stored values with it).
+const rtCharCodeAtOf = rtReflectApply(Function.prototype.bind, Function.prototype.call, [
+  String.prototype.charCodeAt,
+]);
 // What `then` on the program's promise uses as its species (see rtStart).
 const RT_SPECIES = rtObjectFreeze({ __proto__: null, [Symbol.species]: Promise });
 
@@ -165,6 +170,7 @@ const rtTimers = new rtMap(); // id -> callback
 let rtStored = new rtMap(); // key -> JSON text (snapshot + this cell's writes)
 const rtWrites = new rtMap(); // key -> JSON text
 let rtStoredLimits = { entries: 256, bytes: 8388608 };
+let rtMaxJsonDepth = 128;
 let rtAllowRemoteImages = true;
 
 // A helper's own failure: an Error whose `stack` is its message alone, so an uncaught
@@ -208,6 +214,55 @@ function rtFinish(errorText) {
   } catch {
     // Sent by the next flush.
   }
+}
+
+// What is wrong with `json` (the text JSON.stringify made of a program's value), or
+// null: nesting deeper than `maxDepth` (when it is above 0), or a number that is not
+// finite. JSON.stringify writes no such number itself, but `JSON.rawJSON("1e400")` puts
+// any literal in its text, and the host reads `1e400` as a float infinity, which is not
+// JSON data at all (it would fail every later use of it).
+const RT_NUMBER_SUSPECT = /[0-9][eE]|[0-9.]{16}/;
+function rtJsonProblem(json, maxDepth) {
+  if (maxDepth <= 0 && rtReflectApply(rtRegExpExec, RT_NUMBER_SUSPECT, [json]) === null) {
+    return null;
+  }
+  const n = json.length;
+  let depth = 0;
+  for (let i = 0; i < n; i++) {
+    const c = rtCharCodeAtOf(json, i);
+    if (c === 34) {
+      // a string: skip to its closing quote
+      for (i += 1; i < n; i++) {
+        const d = rtCharCodeAtOf(json, i);
+        if (d === 92) i += 1;
+        else if (d === 34) break;
+      }
+    } else if (c === 91 || c === 123) {
+      depth += 1;
+      if (maxDepth > 0 && depth > maxDepth) {
+        return "it nests deeper than the limit of " + maxDepth + " (RuntimeConfig.max_json_depth)";
+      }
+    } else if (c === 93 || c === 125) {
+      depth -= 1;
+    } else if (c === 45 || (c >= 48 && c <= 57)) {
+      let j = i + 1;
+      let exponent = false;
+      for (; j < n; j++) {
+        const d = rtCharCodeAtOf(json, j);
+        if (d === 101 || d === 69) exponent = true;
+        else if (!((d >= 48 && d <= 57) || d === 46 || d === 43 || d === 45)) break;
+      }
+      if (exponent || j - i > 15) {
+        const token = rtReflectApply(rtStringSlice, json, [i, j]);
+        if (!rtNumberIsFinite(rtNumber(token))) {
+          const shown = token.length > 40 ? rtReflectApply(rtStringSlice, token, [0, 40]) + "..." : token;
+          return "it holds the number " + shown + ", which is out of range";
+        }
+      }
+      i = j - 1;
+    }
+  }
+  return null;
 }
 
 function rtNever() {
@@ -357,6 +412,12 @@ function rtStore(key, value) {
         ". Only plain serializable objects can be stored.",
     );
   }
+  const problem = rtJsonProblem(json, rtMaxJsonDepth);
+  if (problem !== null) {
+    throw rtHelperError(
+      "Unable to store " + rtReflectApply(rtJSONStringify, undefined, [k]) + ": " + problem,
+    );
+  }
   let entries = rtReflectApply(rtMapSize, rtStored, []);
   let bytes = 0;
   rtReflectApply(rtMapForEach, rtStored, [
@@ -437,6 +498,12 @@ function rtMakeTool(ident, kind) {
         rtHelperError("tool `" + ident + "` expects a string input"),
       ]);
     }
+    const problem = rtJsonProblem(json, 0); // its depth is the host's to check
+    if (problem !== null) {
+      return rtReflectApply(rtPromiseReject, rtPromise, [
+        rtHelperError("tool `" + ident + "` input is not JSON data: " + problem),
+      ]);
+    }
     rtToolSeq += 1;
     const id = "tool-" + rtToolSeq;
     const { promise, resolve, reject } = rtReflectApply(rtPromiseWithResolvers, rtPromise, []);
@@ -513,14 +580,15 @@ function rtStart(command) {
   rtStarted = true;
   rtAllowRemoteImages = command.allow_remote_images !== false;
   rtStoredLimits = { entries: command.max_stored_entries, bytes: command.max_stored_bytes };
+  rtMaxJsonDepth = command.max_json_depth;
   rtBufferLimit = command.memory_limit_bytes; // see buffers.js
+  // Stored values arrive as the JSON texts their `store` wrote: nothing is parsed
+  // (or copied again) until the program loads a key.
   const stored = command.stored;
   const keys = rtObjectKeys(stored);
   for (let i = 0; i < keys.length; i++) {
-    rtReflectApply(rtMapSet, rtStored, [
-      keys[i],
-      rtReflectApply(rtJSONStringify, undefined, [stored[keys[i]]]),
-    ]);
+    const text = stored[keys[i]];
+    if (typeof text === "string") rtReflectApply(rtMapSet, rtStored, [keys[i], text]);
   }
 
   const allTools = [];

@@ -1,0 +1,364 @@
+"""S1 / S2: what many sessions cost on one engine.
+
+    python -m bench.sessions                  # S1 at 10/100/1000 sessions, S2 at 200, both modes
+    python -m bench.sessions --quick          # tiny sizes (a smoke run)
+    python -m bench.sessions --out DIR        # sessions.json (+ sessions.png with matplotlib)
+
+* **S1, idle sessions.** A fresh process opens N sessions (no ``engine=``: they share
+  the trio run's default engine, as an application's would), each runs one cell and
+  stays open. Measured: the memory of the whole process tree (host plus worker
+  processes; PSS, so shared pages are not counted once per process), the number of
+  processes, and the latency of a short cell (run in a random open session, 25 ms
+  apart) with N sessions open, against the same latency measured in that process with
+  one session open before the others were opened.
+* **S2, busy sessions.** 200 sessions at once, each running cells one after another
+  (a tool call and a ``text``), for a fixed number of cells in all: cells per second,
+  against one session running the same cells one after another in the same process.
+
+Every point runs in a process of its own, so one point's memory never inflates the
+next. The targets (issue "one engine for many sessions") are absolute: an idle session
+costs at most 5 MiB of the tree (aim 0.5 MiB); 200 idle sessions use at most 8
+processes in ``process`` mode; 1,000 sessions open at once fit (aim: tree under
+2 GiB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+MiB = 1024 * 1024
+DEFAULT_OUT = Path(__file__).resolve().parent / "results"
+
+
+# -- measuring a process tree ------------------------------------------------------------
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as children:
+                found.extend(int(child) for child in children.read().split())
+        except OSError:
+            continue
+    return found
+
+
+def process_tree(pid: int | None = None) -> list[int]:
+    """``pid`` (default: this process) and all its descendants."""
+    root = os.getpid() if pid is None else pid
+    tree, queue = [], [root]
+    while queue:
+        current = queue.pop()
+        tree.append(current)
+        queue.extend(_children(current))
+    return tree
+
+
+def _rollup(pid: int, field: str) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            for line in rollup:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def tree_memory() -> dict[str, Any]:
+    """PSS and RSS of this process and its descendants, and how many there are."""
+    pids = process_tree()
+    return {
+        "processes": len(pids),
+        "pss": sum(_rollup(pid, "Pss") for pid in pids),
+        "rss": sum(_rollup(pid, "Rss") for pid in pids),
+        "threads": sum(len(os.listdir(f"/proc/{pid}/task")) for pid in pids),
+    }
+
+
+# -- the child side -----------------------------------------------------------------------
+
+
+async def _cell(session: Any, source: str) -> float:
+    begun = time.perf_counter()
+    result = await session.exec(source)
+    elapsed = time.perf_counter() - begun
+    if not result[0].text.startswith("Script completed"):
+        raise RuntimeError(f"cell failed: {result}")
+    return elapsed
+
+
+async def _latency(sessions: Sequence[Any], cells: int, gap: float) -> list[float]:
+    import trio
+
+    rng = random.Random(7)
+    samples = []
+    for _ in range(cells):
+        samples.append(await _cell(rng.choice(sessions), 'text("done")'))
+        await trio.sleep(gap)
+    return samples
+
+
+async def _settle() -> None:
+    """Let warm-pool refills and isolate disposals finish before measuring."""
+    import gc
+
+    import trio
+
+    from code_mode._engine import _default
+
+    for engine in _default.default_engines():
+        warm = engine._warm
+        if warm is not None:
+            with trio.fail_after(30):
+                while warm._filling:
+                    await warm._fill_done.wait()
+    await trio.sleep(0.5)
+    gc.collect()
+
+
+async def s1_child(mode: str, count: int, latency_cells: int) -> dict[str, Any]:
+    from code_mode import CodeModeSession, RuntimeConfig
+
+    config = RuntimeConfig(isolation=mode)  # type: ignore[arg-type]
+    async with CodeModeSession(config=config) as first:
+        await _cell(first, 'text("warm")')
+        await _settle()
+        alone = await _latency([first], latency_cells, 0.025)
+        await _settle()
+        before = tree_memory()
+        opened = time.perf_counter()
+        async with contextlib.AsyncExitStack() as stack:
+            sessions = [first]
+            for _ in range(count):
+                session = await stack.enter_async_context(CodeModeSession(config=config))
+                await _cell(session, 'text("hello")')
+                sessions.append(session)
+            opened = time.perf_counter() - opened
+            await _settle()
+            after = tree_memory()
+            crowded = await _latency(sessions, latency_cells, 0.025)
+    return {
+        "mode": mode,
+        "sessions": count,
+        "open_s": opened,
+        "before": before,
+        "after": after,
+        "pss_per_session_mib": (after["pss"] - before["pss"]) / count / MiB,
+        "rss_per_session_mib": (after["rss"] - before["rss"]) / count / MiB,
+        "latency_alone_ms": statistics.median(alone) * 1e3,
+        "latency_crowded_ms": statistics.median(crowded) * 1e3,
+    }
+
+
+async def s2_child(mode: str, sessions: int, cells_each: int) -> dict[str, Any]:
+    import trio
+
+    from code_mode import CodeModeSession, RuntimeConfig, tool
+
+    @tool
+    async def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    source = "text(String(await tools.add({ a: 1, b: 2 })))"
+    config = RuntimeConfig(isolation=mode)  # type: ignore[arg-type]
+    total = sessions * cells_each
+
+    async with CodeModeSession(tools=[add], config=config) as single:
+        await _cell(single, source)
+        await _settle()
+        begun = time.perf_counter()
+        for _ in range(total):
+            await _cell(single, source)
+        sequential = time.perf_counter() - begun
+
+    async with contextlib.AsyncExitStack() as stack:
+        opened = [
+            await stack.enter_async_context(CodeModeSession(tools=[add], config=config))
+            for _ in range(sessions)
+        ]
+        await _settle()
+
+        async def run(session: Any) -> None:
+            for _ in range(cells_each):
+                await _cell(session, source)
+
+        begun = time.perf_counter()
+        async with trio.open_nursery() as nursery:
+            for session in opened:
+                nursery.start_soon(run, session)
+        concurrent = time.perf_counter() - begun
+    return {
+        "mode": mode,
+        "sessions": sessions,
+        "cells": total,
+        "cells_per_s": total / concurrent,
+        "one_session_cells_per_s": total / sequential,
+        "ratio_vs_one_session": (total / concurrent) / (total / sequential),
+    }
+
+
+# -- the parent side ----------------------------------------------------------------------
+
+
+def run_child(*args: str, timeout: float = 600) -> dict[str, Any]:
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.sessions", "--child", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=Path(__file__).resolve().parent.parent,
+        check=False,
+    )
+    if completed.returncode != 0:
+        return {"ok": False, "error": completed.stderr[-2000:]}
+    result: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
+    result["ok"] = True
+    return result
+
+
+def machine() -> dict[str, Any]:
+    flags = ""
+    model = "unknown"
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("model name") and model == "unknown":
+                model = line.split(":", 1)[1].strip()
+            if line.startswith("flags") and not flags:
+                flags = line.split(":", 1)[1]
+    return {
+        "cpu": model,
+        "pku": " pku " in f" {flags} ",
+        "cores": os.cpu_count(),
+        "kernel": os.uname().release,
+        "load": os.getloadavg(),
+    }
+
+
+def run(counts: Sequence[int], s2_sessions: int, s2_cells: int, latency_cells: int) -> dict:
+    results: dict[str, Any] = {"machine": machine(), "S1": [], "S2": []}
+    for mode in ("process", "thread"):
+        for count in counts:
+            point = run_child("s1", mode, str(count), str(latency_cells))
+            results["S1"].append(point)
+            print(_describe_s1(mode, count, point), flush=True)
+        point = run_child("s2", mode, str(s2_sessions), str(s2_cells))
+        results["S2"].append(point)
+        print(_describe_s2(mode, point), flush=True)
+    results["machine"]["load_after"] = os.getloadavg()
+    return results
+
+
+def _describe_s1(mode: str, count: int, point: dict[str, Any]) -> str:
+    if not point["ok"]:
+        return f"S1 {mode:7} {count:5} sessions: FAILED {point['error'][-300:]}"
+    after = point["after"]
+    return (
+        f"S1 {mode:7} {count:5} sessions: {point['pss_per_session_mib']:.3f} MiB/session (PSS), "
+        f"{point['rss_per_session_mib']:.3f} MiB/session (RSS); tree {after['pss'] / MiB:.0f} MiB "
+        f"PSS in {after['processes']} processes, {after['threads']} threads; cell latency "
+        f"{point['latency_crowded_ms']:.2f} ms open vs {point['latency_alone_ms']:.2f} ms alone"
+    )
+
+
+def _describe_s2(mode: str, point: dict[str, Any]) -> str:
+    if not point["ok"]:
+        return f"S2 {mode:7}: FAILED {point['error'][-300:]}"
+    return (
+        f"S2 {mode:7} {point['sessions']} sessions at once: {point['cells_per_s']:.0f} cells/s "
+        f"({point['cells']} cells); one session alone: {point['one_session_cells_per_s']:.0f} "
+        f"cells/s ({point['ratio_vs_one_session']:.2f}x)"
+    )
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (memory, latency) = plt.subplots(1, 2, figsize=(10, 4))
+    for mode, colour in (("process", "tab:blue"), ("thread", "tab:orange")):
+        points = [p for p in results["S1"] if p.get("ok") and p["mode"] == mode]
+        counts = [p["sessions"] for p in points]
+        memory.plot(
+            counts,
+            [p["after"]["pss"] / MiB for p in points],
+            "o-",
+            color=colour,
+            label=f"{mode}: tree PSS",
+        )
+        latency.plot(
+            counts,
+            [p["latency_crowded_ms"] for p in points],
+            "o-",
+            color=colour,
+            label=f"{mode}: N sessions open",
+        )
+        latency.plot(
+            counts,
+            [p["latency_alone_ms"] for p in points],
+            "x--",
+            color=colour,
+            label=f"{mode}: one session",
+        )
+    for axes in (memory, latency):
+        axes.set_xscale("log")
+        axes.set_xlabel("idle sessions open (each ran one cell)")
+        axes.legend(fontsize=8)
+        axes.grid(alpha=0.3)
+    memory.set_ylabel("whole process tree, MiB (PSS)")
+    memory.set_title("S1: memory of idle sessions")
+    latency.set_ylabel("median cell latency, ms")
+    latency.set_title("S1: latency with sessions open")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke run)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--no-plots", action="store_true")
+    args = parser.parse_args(argv)
+    if args.child:
+        import trio
+
+        kind, mode, *numbers = args.child
+        child = s1_child if kind == "s1" else s2_child
+        result = trio.run(child, mode, *(int(n) for n in numbers))
+        print(json.dumps(result))
+        return 0
+    if args.quick:
+        results = run((2, 5), s2_sessions=4, s2_cells=2, latency_cells=3)
+    else:
+        results = run((10, 100, 1000), s2_sessions=200, s2_cells=5, latency_cells=40)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "sessions.json").write_text(json.dumps(results, indent=2))
+    if not args.no_plots:
+        with contextlib.suppress(ImportError):
+            plot(results, args.out / "sessions.png")
+    failed = [p for p in results["S1"] + results["S2"] if not p["ok"]]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
