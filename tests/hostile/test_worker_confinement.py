@@ -10,6 +10,7 @@ isolate: the confinement must not break V8.
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -38,47 +39,59 @@ UNREADABLE = {"read_secret": "EACCES", "read_etc_passwd": "EACCES"}
 ALLOWED = {"thread": "ok", "read_package": "ok"}
 
 
-def talk(directory: Path, *requests: dict[str, Any]) -> list[dict[str, Any]]:
-    """Start a worker as the engine does, send ``requests``, return every frame it
-    sends until it exits (its stdin is closed after the last answer)."""
-    worker = subprocess.Popen(
-        [sys.executable, "-c", BOOTSTRAP, _PACKAGE_DIR, "confine"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=dict(os.environ, **{SELFTEST_ENV: "1"}),
-    )
-    assert worker.stdin is not None and worker.stdout is not None
-    try:
-        for header in requests:
-            worker.stdin.write(frame(header))
-        worker.stdin.flush()
-        frames: list[dict[str, Any]] = []
-        reader = FrameReader()
-        # ready, one answer per request, and "closed" for the isolate
-        while len(frames) < len(requests) + 2:
-            data = os.read(worker.stdout.fileno(), 1 << 16)
-            if not data:
-                break
-            frames.extend(header for header, _body in reader.feed(data))
-        worker.stdin.close()
-        assert worker.wait(timeout=SAFETY) == 0
-        return frames
-    finally:
-        if worker.poll() is None:
-            worker.kill()
-            worker.wait()
+class Worker:
+    """A worker started as the engine starts it, with the self-test hook on."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", BOOTSTRAP, _PACKAGE_DIR, "confine"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=dict(os.environ, **{SELFTEST_ENV: "1"}),
+        )
+        self._reader = FrameReader()
+        self._frames: list[dict[str, Any]] = []
+
+    def next_frame(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        while not self._frames:
+            readable, _, _ = select.select([self.process.stdout], [], [], SAFETY)
+            assert readable, "the worker did not answer"
+            data = os.read(self.process.stdout.fileno(), 1 << 16)
+            assert data, "the worker exited"
+            self._frames.extend(header for header, _body in self._reader.feed(data))
+        return self._frames.pop(0)
+
+    def ask(self, header: dict[str, Any]) -> dict[str, Any]:
+        assert self.process.stdin is not None
+        self.process.stdin.write(frame(header))
+        self.process.stdin.flush()
+        return self.next_frame()
+
+    def close(self) -> int:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            return self.process.wait(timeout=SAFETY)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+                self.process.wait()
 
 
 def test_a_worker_refuses_what_its_confinement_forbids(tmp_path: Path) -> None:
     (tmp_path / "existing.txt").write_text("kept")
     (tmp_path / "secret.txt").write_text("secret")
-    frames = talk(
-        tmp_path,
-        {"op": "selftest", "dir": str(tmp_path)},
-        {"op": "create", "id": 1, "memory": 64 * 1024 * 1024, "max_message": 1 << 20},
-        {"op": "close", "id": 1},
-    )
-    ready, selftest, created, closed = frames
+    worker = Worker()
+    try:
+        ready = worker.next_frame()
+        selftest = worker.ask({"op": "selftest", "dir": str(tmp_path)})
+        created = worker.ask(
+            {"op": "create", "id": 1, "memory": 64 * 1024 * 1024, "max_message": 1 << 20}
+        )
+        closed = worker.ask({"op": "close", "id": 1})
+    finally:
+        assert worker.close() == 0
     assert ready["ev"] == "ready"
     unconfined = " ".join(ready["unconfined"])
     assert "seccomp" not in unconfined, f"this machine lacks seccomp: {unconfined}"
