@@ -123,7 +123,7 @@ async def test_calls_honour_cancellation_while_a_worker_is_stopped() -> None:
                     with trio.fail_after(SAFETY / 2):  # well before the heartbeat gives up
                         assert await runtime.terminate(busy.cell_id) == Terminated([Text("a")])
                     assert pid in eng.worker_pids()
-                # leaving: the heartbeat ends the stopped worker; the cell closes
+                # continued again: the worker closes the terminated cell's isolate
             assert delegate.closed == [busy.cell_id]  # never the abandoned one
 
 
