@@ -233,6 +233,9 @@ class NativeIsolate:
             raise NativeIsolateError("isolate is closed")
         if tag < _FIRST_TAG:
             raise ValueError("evaluation tags start at 16")
+        # A call holds a reference to mini-racer's context: if the isolate is closed
+        # meanwhile, this thread may be the one that destroys it, in V8.
+        _pkeys.adopt_v8_rights()
         if quiet:
             self._quiet.add(tag)
         handle = self._string_value(commands)
@@ -246,6 +249,7 @@ class NativeIsolate:
         a queued one is skipped. Never blocks."""
         task_id = self._tasks.get(tag)
         if task_id is not None and not self._closed:
+            _pkeys.adopt_v8_rights()  # see post()
             self._dll.mr_cancel_task(self._ctx, task_id)
 
     def set_limits(self, memory_limit_bytes: int, max_message_chars: int) -> None:
@@ -253,6 +257,7 @@ class NativeIsolate:
         limit is a plain field that V8's garbage collection callback reads)."""
         if self._closed:
             return
+        _pkeys.adopt_v8_rights()  # see post()
         self._max_message_chars = max_message_chars
         self._dll.mr_set_hard_memory_limit(self._ctx, memory_limit_bytes)
 
