@@ -122,6 +122,7 @@ class CellHost:
         backend: IsolateSource,
         commit_writes: Callable[[dict[str, str]], str | None],
         close_cell: Callable[[CellId], Awaitable[None]],
+        forget_cell: Callable[[CellId], None],
     ) -> None:
         self.nursery = nursery
         self.delegate = delegate
@@ -129,6 +130,7 @@ class CellHost:
         self.backend = backend
         self.commit_writes = commit_writes
         self.close_cell = close_cell
+        self.forget_cell = forget_cell
 
 
 def _truncate_error(text: str, limit: int) -> str:
@@ -156,6 +158,10 @@ class Cell:
         self._phase_changed = trio.Event()
         self._isolate: Isolate | None = None
         self._startup_error: str | None = None
+        self._start_scope = trio.CancelScope()
+        self._start_outcome: OneShot[RuntimeFailure | None] = OneShot(
+            lambda _: self._start_scope.cancel()
+        )
         self._tools: dict[str, ToolDefinition] = {}
 
         self._buffer: list[OutputItem] = []
@@ -201,33 +207,61 @@ class Cell:
             await self._phase_changed.wait()
 
     # ------------------------------------------------------------------------------
-    # Start-up (runs under the session's registry lock)
+    # Start-up: admitted under the session's registry lock, started in the cell task
 
-    async def prepare(self, initial_mode: ObserveMode, stored_json: str) -> _Observer:
-        """Create the isolate and attach the initial observer, before the program can
-        produce anything, so no early event is missed. Raises ``RuntimeFailure`` when
-        V8 cannot start an isolate."""
+    def admit(self, initial_mode: ObserveMode) -> _Observer:
+        """Attach the initial observer, before the program can produce anything, so
+        no early event is missed (under the registry lock; then start :meth:`run`)."""
         observer = self._attach(initial_mode)
         observer.initial = True
+        return observer
+
+    async def wait_started(self) -> None:
+        """Wait until :meth:`run` has created the isolate and started the program.
+        Raises ``RuntimeFailure`` when V8 cannot start an isolate. Cancellable: a
+        caller that gives up (a hung worker process) abandons the cell, which then
+        closes whatever it got without ever counting as admitted."""
+        failure = await self._start_outcome.wait()
+        if failure is not None:
+            raise failure
+
+    async def _start(self, stored_json: str) -> bool:
+        """Create the isolate and start the program, outside the registry lock (a
+        worker process that does not answer must not hold up the session). False if
+        the cell never started: V8 failed, or :meth:`wait_started` was abandoned."""
         tools_payload = self._check_request()
+        isolate: Isolate | None = None
+        failure: RuntimeFailure | None = None
         if self._startup_error is None:
             isolate = Isolate(self._host.backend, self._config)
-            try:
-                await isolate.create()
-            except NativeIsolateError as error:
-                raise RuntimeFailure(str(error), self.id) from None
+            with self._start_scope:
+                try:
+                    await isolate.create()
+                except NativeIsolateError as error:
+                    failure = RuntimeFailure(str(error), self.id)
+        if failure is not None or self._start_outcome.abandoned:
+            if isolate is not None:
+                with trio.CancelScope(shield=True):
+                    await isolate.close()
+            if not self._start_outcome.abandoned:
+                self._start_outcome.deliver(failure)
+            return False
+        if isolate is not None:
             try:
                 isolate.start(
                     self, source=self._request.source, tools=tools_payload, stored_json=stored_json
                 )
-            except BaseException:
+            except Exception as error:
                 # Never leave an isolate behind for a cell that was not admitted.
                 with trio.CancelScope(shield=True):
                     await isolate.close()
-                raise
+                if not self._start_outcome.abandoned:
+                    self._start_outcome.fail(error)
+                return False
             self._isolate = isolate
             self._on_started()
-        return observer
+        self._start_outcome.deliver(None)
+        return True
 
     def _on_started(self) -> None:
         """The start command is on its way to an isolate that is created and idle, so
@@ -619,8 +653,12 @@ class Cell:
     # ------------------------------------------------------------------------------
     # The cell task
 
-    async def run(self) -> None:
-        """The cell's life, as a task of the session nursery."""
+    async def run(self, stored_json: str) -> None:
+        """The cell's life, as a task of the session nursery: start the program with
+        ``stored_json`` (the session's values when it was admitted), run it, close."""
+        if not await self._start(stored_json):
+            self._host.forget_cell(self.id)
+            return
         try:
             await self._lifecycle()
         finally:

@@ -144,6 +144,7 @@ class SessionRuntime:
             backend=self._engine,
             commit_writes=self._commit_writes,
             close_cell=self._close_cell,
+            forget_cell=self._forget_cell,
         )
         self._alive = True
         return self
@@ -184,11 +185,14 @@ class SessionRuntime:
             if cell_id in self._registry:
                 raise DuplicateCell(cell_id)
             cell = Cell(cell_id, request, self._host)
-            observer = await cell.prepare(initial_mode, stored_json)
+            observer = cell.admit(initial_mode)
             self._registry[cell_id] = cell
             self._publish_count()
             assert self._nursery is not None
-            self._nursery.start_soon(cell.run, name=f"code_mode cell {cell_id}")
+            self._nursery.start_soon(cell.run, stored_json, name=f"code_mode cell {cell_id}")
+        # The isolate is created outside the lock: a worker that does not answer holds
+        # up only this call, which its caller may cancel.
+        await cell.wait_started()
         return StartedCell(cell_id, observer=observer)
 
     def _cell(self, cell_id: CellId) -> Cell | None:
@@ -263,6 +267,12 @@ class SessionRuntime:
         self._stored_units.update(units)
         self._stored_json = json.dumps(self._stored, ensure_ascii=False)
         return None
+
+    def _forget_cell(self, cell_id: CellId) -> None:
+        """A cell that never started (no isolate): it leaves no trace, and the
+        delegate never heard of it."""
+        self._registry.pop(cell_id, None)
+        self._publish_count()
 
     async def _close_cell(self, cell_id: CellId) -> None:
         async with self._registry_lock:

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import trio
 
 from ._native import TASK_OK, NativeIsolate, NativeIsolateError
-from ._worker import BlockingWorker
+from ._worker import BlockingWorker, BlockingWorkers
 
 
 class IsolateSink(Protocol):
@@ -105,7 +105,7 @@ class _ReportQueue:
 
 
 class _ThreadIsolate:
-    def __init__(self, native: NativeIsolate, disposer: BlockingWorker) -> None:
+    def __init__(self, native: NativeIsolate, disposer: BlockingWorkers) -> None:
         self._native = native
         self._disposer = disposer
 
@@ -124,13 +124,14 @@ class _ThreadIsolate:
 
 class ThreadBackend:
     """Isolates on their own threads in this process (``EngineConfig.isolation =
-    "thread"``). Creating and closing them block, so they run on two engine-owned
-    :class:`BlockingWorker` threads, one each: closing an isolate may wait for
-    JavaScript stuck in a builtin that ignores terminate-execution, and that must not
-    hold up new cells. Reports are handed to the trio thread with
+    "thread"``). Creating and closing them block, so they run on engine-owned threads:
+    one :class:`BlockingWorker` creates, and each close gets a thread of its own
+    (:class:`BlockingWorkers`): closing an isolate may wait for JavaScript stuck in a
+    builtin that ignores terminate-execution, and that must hold up neither new cells
+    nor the closing of other cells. Reports are handed to the trio thread with
     ``TrioToken.run_sync_soon``."""
 
-    def __init__(self, creator: BlockingWorker, disposer: BlockingWorker) -> None:
+    def __init__(self, creator: BlockingWorker, disposer: BlockingWorkers) -> None:
         self._worker = creator
         self._disposer = disposer
 

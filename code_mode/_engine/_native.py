@@ -81,6 +81,13 @@ _dll_lock = threading.Lock()
 # serialised process-wide (about a millisecond each). Freeing is not: it may wait for
 # JavaScript stuck in a builtin, and must not hold up new isolates meanwhile.
 _context_lock = threading.Lock()
+# Disposals are serialised too, but only for so long: one SIGSEGV inside
+# mr_free_context was seen while two threads disposed of isolates at once, and a
+# disposal normally takes about a millisecond. One that waits for JavaScript stuck in a
+# builtin holds the lock for longer; after DISPOSE_ALONE_SECONDS the next one goes
+# ahead beside it rather than keep its cell from closing.
+_dispose_lock = threading.Lock()
+DISPOSE_ALONE_SECONDS: Final = 0.2
 
 
 def _library() -> Any:
@@ -243,6 +250,9 @@ class NativeIsolate:
             raise NativeIsolateError("isolate is closed")
         if tag < _FIRST_TAG or (probe is not None and probe < _FIRST_TAG):
             raise ValueError("evaluation tags start at 16")
+        # A call holds a reference to mini-racer's context: if the isolate is closed
+        # meanwhile, this thread may be the one that destroys it, in V8.
+        _pkeys.adopt_v8_rights()
         if quiet:
             self._quiet.add(tag)
         handle = self._string_value(commands)
@@ -262,6 +272,7 @@ class NativeIsolate:
         a queued one is skipped. Never blocks."""
         task_id = self._tasks.get(tag)
         if task_id is not None and not self._closed:
+            _pkeys.adopt_v8_rights()  # see post()
             self._dll.mr_cancel_task(self._ctx, task_id)
 
     def set_limits(self, memory_limit_bytes: int, max_message_chars: int) -> None:
@@ -269,6 +280,7 @@ class NativeIsolate:
         limit is a plain field that V8's garbage collection callback reads)."""
         if self._closed:
             return
+        _pkeys.adopt_v8_rights()  # see post()
         self._max_message_chars = max_message_chars
         self._dll.mr_set_hard_memory_limit(self._ctx, memory_limit_bytes)
 
@@ -367,7 +379,12 @@ class NativeIsolate:
             for handle in self._keep:
                 self._dll.mr_free_value(ctx, handle)
             self._keep.clear()
-            self._dll.mr_free_context(ctx)
+            alone = _dispose_lock.acquire(timeout=DISPOSE_ALONE_SECONDS)
+            try:
+                self._dll.mr_free_context(ctx)
+            finally:
+                if alone:
+                    _dispose_lock.release()
 
 
 def live_isolate_count() -> int:

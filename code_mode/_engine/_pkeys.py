@@ -25,8 +25,10 @@ SIGSEGV, with ``error 25`` in the kernel log, typically in
 
 The fix keeps V8's protection on and gives our threads the rights V8 expects them to
 have: right after V8 is initialised, :func:`record_initial_rights` reads the
-initialising thread's rights for every key; every thread that creates or disposes of
-an isolate calls :func:`adopt_v8_rights` first, which writes the same rights into its
+initialising thread's rights for every key; every thread that calls into mini-racer
+for an isolate (creates or disposes of it, or posts to it: a call holds a reference to
+the context, so the thread whose call ends last may be the one that destroys it) calls
+:func:`adopt_v8_rights` first, which writes the same rights into its
 own PKRU, exactly what it would have inherited had V8's initialising thread created
 it. Threads a V8-blessed thread starts (an isolate's message pump) inherit them.
 

@@ -10,12 +10,18 @@ When a worker dies (V8 aborts on a fatal out-of-memory, someone kills it, ...), 
 reader sees the pipe close; every isolate it hosted is told
 ``exec runtime ended unexpectedly: the JavaScript worker process died (<why>)``, and
 the next cell gets a fresh worker. Nothing else in the session is affected.
+
+A third task per worker, the *watchdog*, kills a worker that uses more resident memory
+than ``EngineConfig.worker_memory_limit_bytes`` or stops answering the heartbeat for
+``EngineConfig.worker_heartbeat_timeout`` seconds (stopped, deadlocked); its cells then
+fail the same way, with the reason naming the setting.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import math
 import os
 import signal
@@ -31,8 +37,24 @@ from ._native import NativeIsolateError
 from ._wire import FrameError, FrameReader, frame
 from ._worker_main import BOOTSTRAP
 
+logger = logging.getLogger("code_mode")
+
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
 _STDERR_TAIL = 4096
+#: How often the watchdog looks at a worker (its memory, the heartbeat).
+WATCH_INTERVAL = 0.1
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+_MiB = 1024 * 1024
+
+
+def resident_bytes(pid: int) -> int | None:
+    """Resident memory of process ``pid`` (``None`` once it is gone). Reading procfs is
+    a memory copy in the kernel, never a wait on a device, so the trio thread does it."""
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * _PAGE_SIZE
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _describe_exit(returncode: int | None, stderr: bytes | bytearray) -> str:
@@ -53,6 +75,7 @@ class _PendingCreate:
     def __init__(self) -> None:
         self.done = trio.Event()
         self.error: str | None = None
+        self.abandoned = False  # the caller was cancelled: close the isolate on arrival
 
 
 class WorkerProcess:
@@ -70,6 +93,9 @@ class WorkerProcess:
         self._sinks: dict[int, IsolateSink] = {}
         self._creating: dict[int, _PendingCreate] = {}
         self._closing: dict[int, trio.Event] = {}
+        self._stuck: set[int] = set()  # isolates whose disposal outlasted close_timeout
+        self._kill_reason: str | None = None
+        self._last_pong = 0.0
         self._stderr = bytearray()
         self.hosted = 0  # isolates created here so far
         self.retiring = False  # takes no new isolates; exits when the last one closes
@@ -92,7 +118,13 @@ class WorkerProcess:
         """Start the process and serve it until it exits (a task of the pool)."""
         try:
             self._process = await trio.lowlevel.open_process(
-                [sys.executable, "-c", BOOTSTRAP, _PACKAGE_DIR],
+                [
+                    sys.executable,
+                    "-c",
+                    BOOTSTRAP,
+                    _PACKAGE_DIR,
+                    "confine" if self._pool.confine else "none",
+                ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -113,6 +145,7 @@ class WorkerProcess:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._write_loop)
                 nursery.start_soon(self._stderr_loop)
+                nursery.start_soon(self._watchdog)
                 await self._read_loop()
                 nursery.cancel_scope.cancel()
         finally:
@@ -151,6 +184,35 @@ class WorkerProcess:
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
 
+    async def _watchdog(self) -> None:
+        """Kill the worker when it is above its memory limit or stops answering."""
+        assert self._process is not None
+        pid = self._process.pid
+        limit = self._pool.memory_limit
+        timeout = self._pool.heartbeat_timeout
+        interval = timeout / 4
+        self._last_pong = next_ping = trio.current_time()
+        while True:
+            now = trio.current_time()
+            if now - self._last_pong > timeout:
+                self.kill_for(
+                    f"killed: it did not answer for {timeout:g} s "
+                    "(EngineConfig.worker_heartbeat_timeout)"
+                )
+                return
+            if now >= next_ping:
+                self.send({"op": "ping"})
+                next_ping = now + interval
+            if limit is not None:
+                resident = resident_bytes(pid)
+                if resident is not None and resident > limit:
+                    self.kill_for(
+                        f"killed: its resident memory of {resident // _MiB} MiB exceeded the "
+                        f"limit of {limit} bytes (EngineConfig.worker_memory_limit_bytes)"
+                    )
+                    return
+            await trio.sleep(WATCH_INTERVAL)
+
     async def _read_loop(self) -> None:
         assert self._process is not None and self._process.stdout is not None
         reader = FrameReader()
@@ -172,7 +234,17 @@ class WorkerProcess:
             sink = self._sinks.get(isolate_id)
             if sink is not None:
                 sink.on_task(int(header["tag"]), str(header["outcome"]), str(header["detail"]))
+        elif event == "pong":
+            self._last_pong = trio.current_time()
         elif event == "ready":
+            unconfined = header.get("unconfined")
+            if unconfined and self._pool.confine and not self._pool.warned_unconfined:
+                self._pool.warned_unconfined = True
+                logger.warning(
+                    "code_mode worker processes run unconfined in part: no %s "
+                    "(see docs/security.md, 'Confinement of worker processes')",
+                    ", ".join(map(str, unconfined)),
+                )
             self.ready = True
             self.ready_event.set()
         elif event == "created":
@@ -180,8 +252,13 @@ class WorkerProcess:
             if pending is not None:
                 pending.error = header.get("error")
                 pending.done.set()
+                if pending.abandoned:
+                    if pending.error is None:
+                        self.send({"op": "close", "id": isolate_id})
+                    self.retire_if_idle()
         elif event == "closed":
             self._sinks.pop(isolate_id, None)
+            self._stuck.discard(isolate_id)
             closing = self._closing.pop(isolate_id, None)
             if closing is not None:
                 closing.set()
@@ -189,7 +266,12 @@ class WorkerProcess:
 
     def retire_if_idle(self) -> None:
         if self.retiring and self.load == 0:
-            self.shutdown()
+            if self._stuck:
+                # Only isolates that cannot be disposed of are left: nobody else is
+                # disturbed by ending them with the process.
+                self.kill_for("killed: an isolate could not be disposed of")
+            else:
+                self.shutdown()
 
     async def _reap(self) -> None:
         process = self._process
@@ -200,7 +282,10 @@ class WorkerProcess:
             if process.returncode is None:
                 process.kill()
                 await process.wait()
-        self._die(_describe_exit(None if process is None else process.returncode, self._stderr))
+        self._die(
+            self._kill_reason
+            or _describe_exit(None if process is None else process.returncode, self._stderr)
+        )
         self.exited.set()
 
     def _die(self, why: str) -> None:
@@ -248,8 +333,13 @@ class WorkerProcess:
         pending = _PendingCreate()
         self._creating[isolate_id] = pending
         self.send({"op": "create", "id": isolate_id, "memory": memory, "max_message": max_message})
-        with trio.CancelScope(shield=True):
+        try:
             await pending.done.wait()
+        except trio.Cancelled:
+            # The isolate is closed when it arrives (a hung worker is killed by the
+            # watchdog), so a caller that gives up does not wait for the worker.
+            pending.abandoned = True
+            raise
         if pending.error is not None:
             raise NativeIsolateError(pending.error)
         if not self.alive:  # pragma: no cover - died right after creating
@@ -267,13 +357,32 @@ class WorkerProcess:
         closed = trio.Event()
         self._closing[isolate_id] = closed
         self.send({"op": "close", "id": isolate_id})
-        with trio.CancelScope(shield=True):
+        with trio.CancelScope(shield=True), trio.move_on_after(self._pool.close_timeout):
             await closed.wait()
+        if not closed.is_set() and self.alive:
+            # Stuck in a built-in that ignores termination: stop waiting for it, and
+            # retire the worker so that it ends once nothing else lives in it.
+            self._closing.pop(isolate_id, None)
+            self._sinks.pop(isolate_id, None)
+            self._stuck.add(isolate_id)
+            self.retiring = True
+            self.retire_if_idle()
 
     def shutdown(self) -> None:
         """Close stdin: the worker closes its isolates and exits."""
         self._stdin_fd = None
         self._send.close()
+
+    def kill_for(self, reason: str) -> None:
+        """Kill the process; its cells fail with ``reason``."""
+        if self._kill_reason is None and self.alive:
+            self._kill_reason = reason
+        self.kill()
+
+    @property
+    def stuck(self) -> bool:
+        """Some isolate here could not be disposed of in time."""
+        return bool(self._stuck)
 
     def kill(self) -> None:
         if self._process is not None and self._process.returncode is None:
@@ -319,11 +428,20 @@ class ProcessPool:
         *,
         isolates_per_worker: float = math.inf,
         recycle_after: float = math.inf,
+        memory_limit: int | None = None,
+        heartbeat_timeout: float = 10.0,
+        close_timeout: float = 2.0,
+        confine: bool = True,
     ) -> None:
         self._nursery = nursery
         self._size = size
         self._per_worker = isolates_per_worker
         self._recycle_after = recycle_after
+        self.memory_limit = memory_limit
+        self.heartbeat_timeout = heartbeat_timeout
+        self.close_timeout = close_timeout
+        self.confine = confine
+        self.warned_unconfined = False
         self.workers: list[WorkerProcess] = []
         self._ids = itertools.count(1)
         self._closed = False
@@ -387,6 +505,8 @@ class ProcessPool:
         """Ask every worker to exit and wait for them (killing any that hang)."""
         self._closed = True
         for worker in list(self.workers):
+            if worker.stuck:
+                worker.kill_for("killed: its engine closed")
             worker.shutdown()
         with trio.CancelScope(shield=True):
             for worker in list(self.workers):

@@ -1,9 +1,12 @@
-"""A session-owned thread for the native calls that block.
+"""Engine-owned threads for the native calls that block.
 
 Creating a V8 isolate and disposing of one (which joins its thread) take milliseconds.
 They must not run on the trio thread, and using ``trio.to_thread`` would leave trio's
-cached worker threads alive after the session. So each session owns exactly one
-:class:`BlockingWorker`: started when the session opens, joined when it closes.
+cached worker threads alive after the engine. So the engine owns its threads: a
+:class:`BlockingWorker` (one thread, jobs in order) creates isolates, and
+:class:`BlockingWorkers` (a thread per job running at once) disposes of them, since one
+disposal can be stuck for long (see :class:`BlockingWorkers`). All are started when the
+engine opens and joined when it closes.
 """
 
 from __future__ import annotations
@@ -87,3 +90,50 @@ class BlockingWorker:
             await self._stopped.wait()
         self._thread.join()  # returns at once: the thread has signalled its exit
         self._thread = None
+
+
+class BlockingWorkers:
+    """Runs each blocking callable on a thread of its own: an idle one if there is
+    one, a new one otherwise (up to ``keep_idle`` idle threads are kept for reuse).
+
+    For disposing of isolates: disposal waits for the isolate's JavaScript to stop,
+    and a few built-ins ignore termination (``new Array(2 ** 26).sort()`` runs for
+    seconds), so one stuck disposal must not hold up the others queued behind it.
+    """
+
+    def __init__(self, name: str = "code-mode-engine", *, keep_idle: int = 2) -> None:
+        self._name = name
+        self._keep_idle = keep_idle
+        self._idle: list[BlockingWorker] = []
+        self._busy: set[BlockingWorker] = set()
+        self._closed = False
+
+    def start(self) -> None:
+        self._closed = False
+
+    async def run(self, function: Callable[[], T]) -> T:
+        """Run ``function()`` on a thread of its own and return its result (not
+        cancellable, like :meth:`BlockingWorker.run`)."""
+        if self._closed:
+            raise RuntimeError("BlockingWorkers is closed")
+        if self._idle:
+            worker = self._idle.pop()
+        else:
+            worker = BlockingWorker(self._name)
+            worker.start()
+        self._busy.add(worker)
+        try:
+            return await worker.run(function)
+        finally:
+            self._busy.discard(worker)
+            if self._closed or len(self._idle) >= self._keep_idle:
+                await worker.aclose()
+            else:
+                self._idle.append(worker)
+
+    async def aclose(self) -> None:
+        """Stop and join the idle threads; busy ones stop when their job ends."""
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for worker in idle:
+            await worker.aclose()

@@ -4,13 +4,17 @@ The host writes frames (:mod:`._wire`) to our stdin and reads frames from our st
 
 * host -> worker: ``create`` / ``limits`` / ``post`` / ``cancel`` / ``close`` for
   isolate ``id``;
-* worker -> host: ``ready`` (V8 is initialised), ``created`` (with an ``error`` or
-  none), ``batch`` (a message batch
-  from the isolate, or ``oversized``), ``task`` (an evaluation ended), ``closed``.
+* host -> worker: ``ping`` (the heartbeat);
+* worker -> host: ``ready`` (V8 is initialised; ``unconfined`` lists what of the
+  confinement could not be applied), ``created`` (with an ``error`` or none),
+  ``batch`` (a message batch from the isolate, or ``oversized``), ``task`` (an
+  evaluation ended), ``closed``, ``pong``.
 
-The main thread reads commands; ``post`` and ``cancel`` only queue work in V8 and
-return. Creating and closing isolates block for milliseconds, so two helper threads do
-them. Reports come from the isolates' own threads and are written under one lock. When
+Once V8 is initialised, and before any isolate or thread exists, the worker confines
+itself (:mod:`._confine`: no new processes, sockets or file writes). The main thread
+reads commands; ``post`` and ``cancel`` only queue work in V8 and return. Creating and
+closing isolates block for milliseconds, so helper threads do them. Reports come from
+the isolates' own threads and are written under one lock. When
 stdin closes (the session ends, or the host died) every isolate is closed and the
 process exits. A fatal V8 error kills this process only; the host notices the closed
 pipe and fails the cells that lived here.
@@ -24,6 +28,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
 
+from . import _confine
 from ._native import NativeIsolate, NativeIsolateError, initialise_v8
 from ._wire import FrameReader, frame
 
@@ -36,8 +41,12 @@ package = types.ModuleType("code_mode")
 package.__path__ = [sys.argv[1]]
 sys.modules["code_mode"] = package
 from code_mode._engine._worker_main import main
-main()
+main(confine=sys.argv[2] == "confine")
 """
+
+#: With this environment variable set to ``1``, a worker answers the ``selftest`` op
+#: by trying what its confinement forbids (tests only: see ``_selftest.py``).
+SELFTEST_ENV = "CODE_MODE_WORKER_SELFTEST"
 
 
 class _Writer:
@@ -55,19 +64,24 @@ class _Writer:
                 pass
 
 
-def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
+def serve(stdin: BinaryIO, stdout: BinaryIO, *, confine: bool = True) -> None:
     # V8 first, on the main thread, before any other thread exists: every thread of
     # this process then descends from V8's initialising thread and inherits its
     # protection-key rights (see _pkeys.py).
     initialise_v8()
+    # Then the confinement: V8 has loaded its library and ICU data, and no other thread
+    # exists yet, so every later one (isolate threads included) inherits it.
+    unconfined = _confine.confine() if confine else ["all confinement (turned off)"]
+    selftest = os.environ.get(SELFTEST_ENV) == "1"
     writer = _Writer(stdout)
-    writer.send({"ev": "ready"})
+    writer.send({"ev": "ready", "unconfined": unconfined})
     isolates: dict[int, NativeIsolate] = {}
     lock = threading.Lock()
-    # Separate threads for creating and closing: closing may wait for JavaScript stuck
-    # in a builtin, and must not hold up new isolates.
+    # Creating runs on a helper thread; each close on a thread of its own: closing may
+    # wait for JavaScript stuck in a builtin, and must hold up neither new isolates nor
+    # the closing of others.
     creating = ThreadPoolExecutor(max_workers=1, thread_name_prefix="code-mode-create")
-    closing = ThreadPoolExecutor(max_workers=2, thread_name_prefix="code-mode-close")
+    closing: list[threading.Thread] = []
 
     def create(isolate_id: int, memory: int, max_message: int) -> None:
         def on_batch(text: str | None) -> None:
@@ -136,9 +150,19 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
                     create, isolate_id, int(header["memory"]), int(header["max_message"])
                 )
             elif op == "close":
-                closing.submit(close, isolate_id)
+                closing[:] = [thread for thread in closing if thread.is_alive()]
+                thread = threading.Thread(target=close, args=(isolate_id,), name="code-mode-close")
+                thread.start()
+                closing.append(thread)
+            elif op == "ping":
+                writer.send({"ev": "pong"})
+            elif op == "selftest" and selftest:
+                from ._selftest import try_forbidden
+
+                writer.send({"ev": "selftest", "results": try_forbidden(str(header["dir"]))})
     creating.shutdown(wait=True)
-    closing.shutdown(wait=True)
+    for thread in closing:
+        thread.join()
     with lock:
         remaining = list(isolates.values())
         isolates.clear()
@@ -146,11 +170,11 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
         native.close()
 
 
-def main() -> None:
+def main(*, confine: bool = True) -> None:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     # Nothing else may write to the protocol stream.
     sys.stdout = sys.stderr
-    serve(stdin, stdout)
+    serve(stdin, stdout, confine=confine)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ import trio
 from ._backend import IsolateBackend, IsolateHandle, IsolateSink, ThreadBackend, WarmIsolates
 from ._native import NativeIsolateError
 from ._process import ProcessPool
-from ._worker import BlockingWorker
+from ._worker import BlockingWorker, BlockingWorkers
 
 #: What a :class:`~code_mode.RuntimeConfig` sets isolates up with by default; warm
 #: isolates are prepared with these and adjusted when a session's limits differ.
@@ -51,6 +51,13 @@ def _non_negative_int(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -
 def _optional_positive_int(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is not None:
         _positive_int(_inst, attribute, value)
+
+
+def _positive_seconds(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+        raise ValueError(
+            f"EngineConfig.{attribute.name} must be a positive number of seconds, got {value!r}"
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -91,6 +98,48 @@ class EngineConfig:
     never recycles). This bounds what a long-lived worker accumulates (allocator
     fragmentation, V8's process-wide caches)."""
 
+    worker_memory_limit_bytes: int | None = attrs.field(
+        default=2 * 1024 * 1024 * 1024, validator=_optional_positive_int
+    )
+    """Most resident memory (RSS) one worker process may use, in bytes (default 2 GiB;
+    ``None``: no limit). ``RuntimeConfig.memory_limit_bytes`` bounds what V8 counts (its
+    heap, ArrayBuffers); some memory of a program lives outside both: ICU objects
+    behind ``Intl.Segmenter``, ``Intl.DateTimeFormat`` or ``Intl.Collator``, the parser's
+    memory for ``eval`` of a huge literal. The engine reads each worker's RSS every
+    0.1 s; a worker above the limit is killed, and every cell it hosted fails with
+    ``exec runtime ended unexpectedly: the JavaScript worker process died (killed: its
+    resident memory of <M> MiB exceeded the limit of <N> bytes
+    (EngineConfig.worker_memory_limit_bytes))``; a new worker serves the next cells.
+    Only ``"process"`` mode: in ``"thread"`` mode isolates share the host's memory
+    (see ``docs/security.md``)."""
+
+    worker_heartbeat_timeout: float = attrs.field(default=10.0, validator=_positive_seconds)
+    """Seconds a worker process may go without answering the engine's heartbeat
+    (default 10 s) before it counts as hung (stopped with ``SIGSTOP``, deadlocked):
+    it is then killed, its cells fail with ``exec runtime ended unexpectedly: the
+    JavaScript worker process died (killed: it did not answer for <T> s
+    (EngineConfig.worker_heartbeat_timeout))``, and a new worker replaces it. The
+    heartbeat is answered by the worker's command loop, which JavaScript never
+    occupies, so a busy program does not count as hung."""
+
+    isolate_close_timeout: float = attrs.field(default=2.0, validator=_positive_seconds)
+    """Seconds the engine waits for a worker process to dispose of an isolate
+    (default 2 s). Disposing waits for the isolate's JavaScript to stop, and a few
+    built-ins ignore termination (``new Array(2 ** 26).sort()`` runs to its end). After
+    this long the cell is closed anyway (its ``cell_closed`` runs, the session may
+    end); the worker takes no new isolates and is killed as soon as the stuck
+    isolate is the only one it hosts, so the other cells there are not disturbed.
+    Only ``"process"`` mode: in ``"thread"`` mode each disposal runs on a thread of
+    its own, so a stuck one delays only its own cell."""
+
+    confine_workers: bool = True
+    """Whether worker processes confine themselves once V8 is up (default ``True``):
+    no new processes, no sockets, no file writes, reads only of what a worker needs
+    (seccomp-bpf, Landlock, ``PR_SET_NO_NEW_PRIVS``, rlimits), so that a V8 exploit
+    does not get the host user's powers. Where the kernel lacks a mechanism the worker
+    runs without it and a warning is logged once. Turn it off only to debug a worker.
+    See ``docs/security.md``."""
+
 
 class Engine:
     """Runs isolates for any number of sessions; use as ``async with Engine(...)``.
@@ -106,7 +155,7 @@ class Engine:
         self._config = config if config is not None else EngineConfig()
         self._nursery_manager: AbstractAsyncContextManager[trio.Nursery] | None = None
         self._creator = BlockingWorker("code-mode-create")
-        self._disposer = BlockingWorker("code-mode-dispose")
+        self._disposer = BlockingWorkers("code-mode-dispose")
         self._pool: ProcessPool | None = None
         self._warm: WarmIsolates | None = None
         self._backend: IsolateBackend | None = None
@@ -138,6 +187,10 @@ class Engine:
                     self._config.worker_processes,
                     isolates_per_worker=self._config.isolates_per_worker,
                     recycle_after=math.inf if recycle is None else recycle,
+                    memory_limit=self._config.worker_memory_limit_bytes,
+                    heartbeat_timeout=self._config.worker_heartbeat_timeout,
+                    close_timeout=self._config.isolate_close_timeout,
+                    confine=self._config.confine_workers,
                 )
                 await self._pool.prestart()
                 backend = self._pool

@@ -179,6 +179,8 @@ def _wait_arguments(arguments: Mapping[str, Any] | str) -> tuple[str, int, int, 
         raise _WaitArgumentsError("wait expects JSON arguments")
     cell_id = arguments.get("cell_id")
     if isinstance(cell_id, int) and not isinstance(cell_id, bool):
+        if cell_id.bit_length() > 64:  # no cell has such an id (and str() may refuse it)
+            raise _WaitArgumentsError("failed to parse function arguments: no such `cell_id`")
         cell_id = str(cell_id)
     if not isinstance(cell_id, str):
         problem = "missing field `cell_id`" if cell_id is None else "`cell_id` must be a string"

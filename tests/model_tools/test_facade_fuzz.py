@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 import trio
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from code_mode import OutputItem, RuntimeConfig, Text
@@ -104,6 +104,8 @@ def test_any_yield_time_resolves(requested: int, cap: int | None) -> None:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(st.lists(CALLS, min_size=1, max_size=8), st.sampled_from(["process", "thread"]))
+# Found by this test: a cell id with more digits than str() converts.
+@example([("wait", {"cell_id": 10**5000})], "thread")
 def test_handle_call_never_raises(calls: list[tuple[str, Any]], isolation: str) -> None:
     async def main() -> None:
         config = RuntimeConfig(isolation=isolation)  # type: ignore[arg-type]

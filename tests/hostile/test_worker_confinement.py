@@ -1,0 +1,107 @@
+"""A worker process confines itself once V8 is up (``docs/security.md``).
+
+The worker is started exactly as the engine starts it, with the test-only hook
+``CODE_MODE_WORKER_SELFTEST=1``: its ``selftest`` op makes the worker itself try each
+thing a V8 exploit would want (new processes, sockets, file writes, reads outside what
+it needs, signals to the host) and report how each ended. Then it must still create an
+isolate: the confinement must not break V8.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from code_mode._engine._process import _PACKAGE_DIR
+from code_mode._engine._wire import FrameReader, frame
+from code_mode._engine._worker_main import BOOTSTRAP, SELFTEST_ENV
+
+from ..helpers import SAFETY
+
+FORBIDDEN = {
+    "fork": "EPERM",
+    "spawn": "EPERM",
+    "exec": "EPERM",
+    "socket_inet": "EPERM",
+    "socket_unix": "EPERM",
+    "create_file": "EPERM",
+    "append_file": "EPERM",
+    "unlink_file": "EPERM",
+    "make_dir": "EPERM",
+    "signal_parent": "EPERM",
+}
+#: Refused by Landlock (where the kernel has it): reads outside what a worker needs.
+UNREADABLE = {"read_secret": "EACCES", "read_etc_passwd": "EACCES"}
+ALLOWED = {"thread": "ok", "read_package": "ok"}
+
+
+class Worker:
+    """A worker started as the engine starts it, with the self-test hook on."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", BOOTSTRAP, _PACKAGE_DIR, "confine"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=dict(os.environ, **{SELFTEST_ENV: "1"}),
+        )
+        self._reader = FrameReader()
+        self._frames: list[dict[str, Any]] = []
+
+    def next_frame(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        while not self._frames:
+            readable, _, _ = select.select([self.process.stdout], [], [], SAFETY)
+            assert readable, "the worker did not answer"
+            data = os.read(self.process.stdout.fileno(), 1 << 16)
+            assert data, "the worker exited"
+            self._frames.extend(header for header, _body in self._reader.feed(data))
+        return self._frames.pop(0)
+
+    def ask(self, header: dict[str, Any]) -> dict[str, Any]:
+        assert self.process.stdin is not None
+        self.process.stdin.write(frame(header))
+        self.process.stdin.flush()
+        return self.next_frame()
+
+    def close(self) -> int:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            return self.process.wait(timeout=SAFETY)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+                self.process.wait()
+
+
+def test_a_worker_refuses_what_its_confinement_forbids(tmp_path: Path) -> None:
+    (tmp_path / "existing.txt").write_text("kept")
+    (tmp_path / "secret.txt").write_text("secret")
+    worker = Worker()
+    try:
+        ready = worker.next_frame()
+        selftest = worker.ask({"op": "selftest", "dir": str(tmp_path)})
+        created = worker.ask(
+            {"op": "create", "id": 1, "memory": 64 * 1024 * 1024, "max_message": 1 << 20}
+        )
+        closed = worker.ask({"op": "close", "id": 1})
+    finally:
+        assert worker.close() == 0
+    assert ready["ev"] == "ready"
+    unconfined = " ".join(ready["unconfined"])
+    assert "seccomp" not in unconfined, f"this machine lacks seccomp: {unconfined}"
+    results = selftest["results"]
+    expected = dict(FORBIDDEN, **ALLOWED)
+    if "landlock" not in unconfined:
+        expected.update(UNREADABLE)
+    assert {name: results[name] for name in expected} == expected
+    assert (tmp_path / "existing.txt").read_text() == "kept"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["existing.txt", "secret.txt"]
+    # V8 still creates (and disposes of) isolates under the confinement.
+    assert created == {"ev": "created", "id": 1, "error": None}
+    assert closed == {"ev": "closed", "id": 1}
