@@ -54,18 +54,23 @@ def _ours(bench: str, mode: str, params: dict[str, Any]) -> dict[str, Any]:
                 isolation=mode,
             )
         )
-        return {
-            "per_call": run.per_call,
-            "gaps": run.gaps,
-            "cpu_per_call": run.cpu_per_call,
-            "waits_per_call": run.waits_per_call,
-        }
+        return _calls_result(run)
     if bench == "B4":
         return {"terminated": trio.run(ours.terminate_latency, params["reps"], mode)}
     if bench == "B5":
         yielded = trio.run(ours.yield_punctuality, params["reps"], mode)
         return {"ours": yielded.ours, "sleep": yielded.sleep}
     raise ValueError(f"unknown benchmark {bench!r}")
+
+
+def _calls_result(run: Any) -> dict[str, Any]:
+    """What B2/B3 report, from either side's tool-call run."""
+    return {
+        "per_call": run.per_call,
+        "gaps": run.gaps,
+        "cpu_per_call": run.cpu_per_call,
+        "waits_per_call": run.waits_per_call,
+    }
 
 
 def _raw(bench: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -79,12 +84,7 @@ def _raw(bench: str, params: dict[str, Any]) -> dict[str, Any]:
         return {"paced": paced, "burst": burst, "cpu_paced": cpu_paced, "cpu_burst": cpu_burst}
     if bench in ("B2", "B3"):
         run = raw.tool_calls(params["calls"], params["reps"], parallel=bench == "B3")
-        return {
-            "per_call": run.per_call,
-            "gaps": run.gaps,
-            "cpu_per_call": run.cpu_per_call,
-            "waits_per_call": run.waits_per_call,
-        }
+        return _calls_result(run)
     if bench == "B4":
         cancelled = raw.cancel_latency(params["reps"])
         return {"cancelled": cancelled.cancelled, "confirmed": cancelled.confirmed}
