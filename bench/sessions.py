@@ -37,37 +37,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.stats import process_tree
+
 MiB = 1024 * 1024
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 
 
 # -- measuring a process tree ------------------------------------------------------------
-
-
-def _children(pid: int) -> list[int]:
-    found: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return found
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/children") as children:
-                found.extend(int(child) for child in children.read().split())
-        except OSError:
-            continue
-    return found
-
-
-def process_tree(pid: int | None = None) -> list[int]:
-    """``pid`` (default: this process) and all its descendants."""
-    root = os.getpid() if pid is None else pid
-    tree, queue = [], [root]
-    while queue:
-        current = queue.pop()
-        tree.append(current)
-        queue.extend(_children(current))
-    return tree
 
 
 def _rollup(pid: int, field: str) -> int:
