@@ -9,6 +9,7 @@ import threading
 
 import pytest
 import trio
+import trio.testing
 
 from code_mode import (
     Completed,
@@ -147,6 +148,52 @@ async def test_workers_are_recycled_after_the_configured_number_of_cells() -> No
             seen.extend(pid for pid in eng.worker_pids() if pid not in seen)
         # cells 1-3 on the first worker, 4-6 on a second, 7 on a third
         assert len(seen) == 3
+
+
+class QuietSink:
+    def on_batch(self, text: str | None) -> None:
+        pass
+
+    def on_task(self, tag: int, outcome: str, detail: str) -> None:
+        pass
+
+    def on_crash(self, message: str) -> None:
+        raise AssertionError(f"no isolate should crash here: {message}")
+
+
+async def test_a_retiring_worker_does_not_exit_under_an_isolate_it_just_created(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Seen in a soak run: a worker retiring after its 1,000th isolate exited (code 0)
+    # under the cell that isolate was made for. Its replies to "create B" and to
+    # "close A" arrived in one read; between the two, B was no longer being created
+    # but not yet hosted, so the worker looked idle. Here the worker's process is
+    # never started, and its replies are fed to its reader by hand, back to back.
+    async with trio.open_nursery() as nursery:
+        worker = _process.WorkerProcess(_process.ProcessPool(nursery, 1))
+        shutdowns: list[int] = []
+        monkeypatch.setattr(worker, "shutdown", lambda: shutdowns.append(worker.load))
+
+        async def create(isolate_id: int) -> None:
+            await worker.create(isolate_id, QuietSink(), 1 << 20, 1 << 20)
+
+        nursery.start_soon(create, 1)
+        await trio.testing.wait_all_tasks_blocked()
+        worker._dispatch({"ev": "created", "id": 1}, None)
+        await trio.testing.wait_all_tasks_blocked()
+        assert worker.load == 1
+
+        worker.retiring = True  # as after its last allowed isolate, B
+        nursery.start_soon(create, 2)
+        await trio.testing.wait_all_tasks_blocked()
+        worker._dispatch({"ev": "created", "id": 2}, None)
+        worker._dispatch({"ev": "closed", "id": 1}, None)
+        assert (worker.load, shutdowns) == (1, [])
+        await trio.testing.wait_all_tasks_blocked()
+        assert (worker.load, shutdowns) == (1, [])
+
+        worker._dispatch({"ev": "closed", "id": 2}, None)  # B's cell is done
+        assert shutdowns == [0]
 
 
 async def test_a_full_engine_fails_the_cell_with_a_clear_error() -> None:

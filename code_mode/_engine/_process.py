@@ -72,7 +72,8 @@ def _describe_exit(returncode: int | None, stderr: bytes | bytearray) -> str:
 
 
 class _PendingCreate:
-    def __init__(self) -> None:
+    def __init__(self, sink: IsolateSink) -> None:
+        self.sink = sink
         self.done = trio.Event()
         self.error: str | None = None
         self.abandoned = False  # the caller was cancelled: close the isolate on arrival
@@ -256,6 +257,12 @@ class WorkerProcess:
                     if pending.error is None:
                         self.send({"op": "close", "id": isolate_id})
                     self.retire_if_idle()
+                elif pending.error is None:
+                    # Hosted from now on, in the same step that took it out of
+                    # _creating: were it registered only when create() resumes, a
+                    # retiring worker could see a load of 0 in between (another
+                    # isolate's "closed" in the same read) and shut down under it.
+                    self._sinks[isolate_id] = pending.sink
         elif event == "closed":
             self._sinks.pop(isolate_id, None)
             self._stuck.discard(isolate_id)
@@ -330,21 +337,25 @@ class WorkerProcess:
     async def create(
         self, isolate_id: int, sink: IsolateSink, memory: int, max_message: int
     ) -> None:
-        pending = _PendingCreate()
+        pending = _PendingCreate(sink)
         self._creating[isolate_id] = pending
         self.send({"op": "create", "id": isolate_id, "memory": memory, "max_message": max_message})
         try:
             await pending.done.wait()
         except trio.Cancelled:
-            # The isolate is closed when it arrives (a hung worker is killed by the
-            # watchdog), so a caller that gives up does not wait for the worker.
-            pending.abandoned = True
+            if not pending.done.is_set():
+                # The isolate is closed when it arrives (a hung worker is killed by
+                # the watchdog), so a caller that gives up does not wait for the worker.
+                pending.abandoned = True
+            elif self._sinks.pop(isolate_id, None) is not None:
+                # It arrived, but nobody will use it.
+                self.send({"op": "close", "id": isolate_id})
+                self.retire_if_idle()
             raise
         if pending.error is not None:
             raise NativeIsolateError(pending.error)
         if not self.alive:  # pragma: no cover - died right after creating
             raise NativeIsolateError("exec runtime ended unexpectedly")
-        self._sinks[isolate_id] = sink
 
     def set_limits(self, isolate_id: int, memory: int, max_message: int) -> None:
         self.send({"op": "limits", "id": isolate_id, "memory": memory, "max_message": max_message})
