@@ -56,6 +56,15 @@ FIRST_PROGRAM_TAG: Final = 1024
 #: An empty batch of commands: the idleness probe (see :meth:`NativeIsolate.post`).
 PROBE: Final = "[]"
 
+#: Layout of the runtime's outgoing buffer (``js/runtime.js``): int32 code units in
+#: this chunk, int32 chunk index, int32 *queued* flag, padding, then the UTF-16 units.
+_QUEUED_OFFSET: Final = 8
+_UNITS_OFFSET: Final = 16
+
+#: The ``detail`` of an ``ok`` or ``terminated`` report when the runtime's queue may
+#: still hold output (only a drain would hand it over); ``""`` when it holds none.
+QUEUED: Final = "queued"
+
 TASK_OK: Final = "ok"
 TASK_ERROR: Final = "error"
 TASK_OOM: Final = "oom"
@@ -316,7 +325,7 @@ class NativeIsolate:
                 self._oversized = True
                 self._chunks.clear()
             else:
-                raw = ctypes.string_at(address + 8, 2 * count)
+                raw = ctypes.string_at(address + _UNITS_OFFSET, 2 * count)
                 self._chunks.append(raw.decode("utf-16-le", "replace"))
         if last:
             text = None if self._oversized else "".join(self._chunks)
@@ -324,6 +333,13 @@ class NativeIsolate:
             self._chunk_chars = 0
             self._oversized = False
             self._on_batch(text)
+
+    def _output_queued(self) -> bool:
+        """Whether the runtime's queue may hold output. Read on the isolate thread when
+        an evaluation ended, so no JavaScript runs meanwhile (a plain memory read: no
+        native call, the GIL is kept)."""
+        address = self._buffer_address
+        return bool(address) and ctypes.c_int32.from_address(address + _QUEUED_OFFSET).value != 0
 
     def _on_result(self, tag: int, raw: Any) -> None:
         contents = raw.contents
@@ -363,6 +379,8 @@ class NativeIsolate:
         if outcome != TASK_OOM and self._dll.mr_hard_memory_limit_reached(self._ctx):
             outcome = TASK_OOM
         self._quiet.discard(tag)  # a failure is reported, quiet or not
+        if outcome in (TASK_OK, TASK_TERMINATED) and self._output_queued():
+            detail = QUEUED
         self._on_task(tag, outcome, detail)
 
     # -- teardown (blocking) ----------------------------------------------------

@@ -25,7 +25,14 @@ import trio
 from .._config import RuntimeConfig
 from ._backend import IsolateHandle, IsolateSource
 from ._bridge import EngineEvent, Finished, MessageValidator, Output, ProtocolViolation
-from ._native import FIRST_PROGRAM_TAG, TASK_ERROR, TASK_OK, TASK_OOM, TASK_TERMINATED
+from ._native import (
+    FIRST_PROGRAM_TAG,
+    QUEUED,
+    TASK_ERROR,
+    TASK_OK,
+    TASK_OOM,
+    TASK_TERMINATED,
+)
 from ._syntax_error import syntax_error_text
 
 #: The last call on an interrupted isolate: flush only the output it had queued.
@@ -81,6 +88,9 @@ class Isolate:
         self._terminating = False
         self._drained: trio.Event | None = None
         self._drain_tag = -1
+        # The last report said the runtime's queue held no output, and nothing has
+        # been posted since (see terminate()).
+        self._clean = False
         self._failed = False
         self._closed = False
         self._source = ""
@@ -100,6 +110,7 @@ class Isolate:
         tag = self._next_tag
         self._next_tag += 1
         self._in_flight.add(tag)
+        self._clean = False
         self._native.post(code, tag)
         return tag
 
@@ -111,6 +122,7 @@ class Isolate:
         self._next_tag += 2
         self._quiet_in_flight.add(tag)
         self._in_flight.add(tag + 1)
+        self._clean = False
         self._native.post(code, tag, quiet=True, probe=tag + 1)
 
     def _cancel_all(self, native: IsolateHandle) -> None:
@@ -149,13 +161,25 @@ class Isolate:
 
     async def terminate(self) -> None:
         """Interrupt the program at once (even ``while (true) {}``), then give the
-        isolate a moment to hand over output it had queued."""
+        isolate a moment to hand over output it had queued.
+
+        Every report of an evaluation says whether the runtime's queue may still hold
+        output (:data:`QUEUED`), read when the JavaScript had stopped. The drain (one
+        more evaluation and report) is posted only when it may: so terminating a
+        program that printed nothing since its last flush waits for one report, the
+        first one of an evaluation it interrupted (any other cancelled evaluation
+        behind it is skipped, without running JavaScript)."""
+        interrupted = bool(self._in_flight or self._quiet_in_flight)
         if not self._interrupt():
             return
-        self._drained = trio.Event()
-        self._drain_tag = self._post(DRAIN)
         with trio.move_on_after(DRAIN_TIMEOUT):
-            await self._drained.wait()
+            if interrupted:
+                self._drained = trio.Event()
+                await self._drained.wait()
+            if not self._clean:
+                self._drained = trio.Event()
+                self._drain_tag = self._post(DRAIN)
+                await self._drained.wait()
 
     def stop(self) -> None:
         """The program finished: interrupt anything it left running (a program may
@@ -277,12 +301,17 @@ class Isolate:
         if outcome == TASK_OK:
             # Every command posted before this probe has run.
             self._quiet_in_flight = {quiet for quiet in self._quiet_in_flight if quiet > tag}
+        self._clean = outcome in (TASK_OK, TASK_TERMINATED) and detail != QUEUED
         if self._closed:
             return
-        if tag == self._drain_tag and self._drained is not None:
-            self._drained.set()
+        if self._terminating:
+            # Awaited by terminate(): the first report after the interrupt (the
+            # JavaScript has stopped, and whether it left output queued is known),
+            # then, if needed, the drain's.
+            if self._drained is not None and self._drain_tag in (-1, tag):
+                self._drained.set()
             return
-        if self._terminating or self._failed:
+        if self._failed:
             return
         if outcome == TASK_OOM:
             self._fail(
