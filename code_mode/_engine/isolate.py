@@ -88,6 +88,7 @@ class Isolate:
         self._terminating = False
         self._drained: trio.Event | None = None
         self._drain_tag = -1
+        self._unconfirmed = False  # interrupted, terminate() has not waited yet
         # The last report said the runtime's queue held no output, and nothing has
         # been posted since (see terminate()).
         self._clean = False
@@ -159,9 +160,19 @@ class Isolate:
         text = json.dumps(command, ensure_ascii=False, allow_nan=False)
         self._send_text(text[:-1] + ',"stored":' + stored_json + "}")
 
+    def interrupt(self) -> None:
+        """Interrupt the program now (even ``while (true) {}``); :meth:`terminate`
+        then waits for the isolate to confirm. Synchronous, so that whoever asks for
+        the termination reaches V8 without waiting for the cell's task to run."""
+        interrupted = bool(self._in_flight or self._quiet_in_flight)
+        if self._interrupt():
+            self._unconfirmed = True
+            if interrupted:
+                self._drained = trio.Event()  # set by the first report from now on
+
     async def terminate(self) -> None:
-        """Interrupt the program at once (even ``while (true) {}``), then give the
-        isolate a moment to hand over output it had queued.
+        """Interrupt the program (see :meth:`interrupt`), then give the isolate a
+        moment to hand over output it had queued.
 
         Every report of an evaluation says whether the runtime's queue may still hold
         output (:data:`QUEUED`), read when the JavaScript had stopped. The drain (one
@@ -169,12 +180,12 @@ class Isolate:
         program that printed nothing since its last flush waits for one report, the
         first one of an evaluation it interrupted (any other cancelled evaluation
         behind it is skipped, without running JavaScript)."""
-        interrupted = bool(self._in_flight or self._quiet_in_flight)
-        if not self._interrupt():
+        self.interrupt()
+        if not self._unconfirmed:
             return
+        self._unconfirmed = False
         with trio.move_on_after(DRAIN_TIMEOUT):
-            if interrupted:
-                self._drained = trio.Event()
+            if self._drained is not None:
                 await self._drained.wait()
             if not self._clean:
                 self._drained = trio.Event()
