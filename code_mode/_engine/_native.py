@@ -75,12 +75,18 @@ TASK_TERMINATED: Final = "terminated"
 #: ``--no-lazy`` compiles functions when their script is compiled instead of on first
 #: call: the prelude is compiled once per isolate, ahead of time in the warm pool, so a
 #: cell no longer pays for compiling the runtime's start path (about 1 ms per cell).
+#: ``--no-maglev`` leaves out V8's mid-tier optimising compiler (code still goes from
+#: the interpreter through Sparkplug to TurboFan). With ``--single-threaded`` V8
+#: compiles on the isolate's own thread, and a program interrupted in a loop that
+#: Maglev compiled (on-stack replacement) took 0.3-1.4 ms to stop instead of 0.1-0.3
+#: ms: most of ``terminate()``'s time. No measurable cost on tool calls, a cell's
+#: start, or compute-heavy programs (see docs/performance.md, optimisation 20).
 #: ``--expose-gc-as`` gives the runtime a way to force a full collection before it fails
 #: a cell for its ArrayBuffer memory (``js/buffers.js``); the function is a global of
 #: every context of the process, which the runtime keeps and replaces with ``undefined``
 #: before a program runs. Without it (another user of mini-racer initialised V8 first),
 #: buffers are credited back only after collections V8 makes on its own.
-V8_FLAGS = ("--single-threaded", "--no-lazy", "--expose-gc-as=__code_mode_gc")
+V8_FLAGS = ("--single-threaded", "--no-lazy", "--no-maglev", "--expose-gc-as=__code_mode_gc")
 
 _dll: Any = None
 _dll_lock = threading.Lock()
