@@ -122,6 +122,38 @@ def _library() -> Any:
         return _dll
 
 
+#: Functions of mini-racer's C API that only take a short internal lock (the value
+#: registry, the task queue) or read a flag, and never wait for JavaScript or for a
+#: thread that may hold the GIL (mini-racer calls back into Python outside its locks).
+_HELD_FUNCTIONS: Final = (
+    "mr_alloc_string_val",
+    "mr_call_function",
+    "mr_free_value",
+    "mr_hard_memory_limit_reached",
+)
+_held: Any = None
+
+
+def _held_library() -> Any:
+    """The functions of :data:`_HELD_FUNCTIONS`, called *without* letting go of the
+    GIL (``ctypes.PyDLL``; ``ctypes.CDLL`` releases and re-acquires it around every
+    call). They run on the hot path of every tool call, a few per call on the trio
+    thread and inside the isolate thread's callbacks, and take microseconds: letting
+    go of the GIL there only invited the other thread to take it, and then waiting
+    for it back (a hand-over, often a wake-up, per call)."""
+    global _held
+    dll = _library()
+    with _dll_lock:
+        if _held is None:
+            held = ctypes.PyDLL(dll._name, handle=dll._handle)
+            for name in _HELD_FUNCTIONS:
+                function, original = getattr(held, name), getattr(dll, name)
+                function.argtypes = original.argtypes
+                function.restype = original.restype
+            _held = held
+        return _held
+
+
 def initialise_v8() -> None:
     """Initialise V8 on the calling thread now (it happens on first use otherwise)."""
     _library()
@@ -158,6 +190,7 @@ class NativeIsolate:
         on_task: TaskSink,
     ) -> None:
         self._dll = _library()
+        self._held = _held_library()
         self._on_batch = on_batch
         self._on_task = on_task
         self._max_message_chars = max_message_chars
@@ -270,16 +303,16 @@ class NativeIsolate:
         _pkeys.adopt_v8_rights()
         if quiet:
             self._quiet.add(tag)
-        handle = self._string_value(commands)
+        data = commands.encode("utf-8")
+        held = self._held
+        handle = held.mr_alloc_string_val(self._ctx, data, len(data), _TYPE_STR)
         self._tasks[tag] = int(
-            self._dll.mr_call_function(self._ctx, self._recv, handle, self._argv, tag)
+            held.mr_call_function(self._ctx, self._recv, handle, self._argv, tag)
         )
-        self._dll.mr_free_value(self._ctx, handle)
+        held.mr_free_value(self._ctx, handle)
         if probe is not None:
             self._tasks[probe] = int(
-                self._dll.mr_call_function(
-                    self._ctx, self._recv, self._probe_text, self._argv, probe
-                )
+                held.mr_call_function(self._ctx, self._recv, self._probe_text, self._argv, probe)
             )
 
     def cancel(self, tag: int) -> None:
@@ -307,7 +340,7 @@ class NativeIsolate:
         try:
             if callback_id in (_BELL_MORE, _BELL_END):
                 self._on_bell(callback_id == _BELL_END)
-                self._dll.mr_free_value(self._ctx, raw)
+                self._held.mr_free_value(self._ctx, raw)
             else:
                 self._on_result(callback_id, raw)
         except BaseException:  # pragma: no cover - defensive
@@ -374,7 +407,7 @@ class NativeIsolate:
             detail = contents.value.bytes_val[0 : contents.len].decode("utf-8", "replace")
         else:
             outcome = TASK_OK
-        self._dll.mr_free_value(self._ctx, raw)
+        self._held.mr_free_value(self._ctx, raw)
         if outcome == TASK_OK and tag in self._quiet:
             # Not reported. The memory-limit flag is sticky, so the report that implies
             # this success (the probe's) also tells whether the limit was reached: one
@@ -382,7 +415,7 @@ class NativeIsolate:
             # of the GIL and may have to wait for it again.
             self._quiet.discard(tag)
             return
-        if outcome != TASK_OOM and self._dll.mr_hard_memory_limit_reached(self._ctx):
+        if outcome != TASK_OOM and self._held.mr_hard_memory_limit_reached(self._ctx):
             outcome = TASK_OOM
         self._quiet.discard(tag)  # a failure is reported, quiet or not
         if outcome in (TASK_OK, TASK_TERMINATED) and self._output_queued():
