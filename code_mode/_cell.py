@@ -27,7 +27,6 @@ observation receives it, and ``terminate()`` *claims* it instead of terminating
 from __future__ import annotations
 
 import enum
-import json
 import logging
 import math
 from collections import deque
@@ -50,6 +49,7 @@ from ._engine._bridge import (
     TimerSet,
     ToolCallRequested,
     YieldRequested,
+    dumps,
     json_depth_exceeds,
 )
 from ._engine._native import NativeIsolateError
@@ -589,7 +589,7 @@ class Cell:
             "(RuntimeConfig.max_json_depth)"
         )
         try:
-            text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+            text = dumps(value)
             if isinstance(value, dict | list) and json_depth_exceeds(
                 value, self._config.max_json_depth
             ):

@@ -24,7 +24,7 @@ import trio
 
 from .._config import RuntimeConfig
 from ._backend import IsolateHandle, IsolateSource
-from ._bridge import EngineEvent, Finished, MessageValidator, Output, ProtocolViolation
+from ._bridge import EngineEvent, Finished, MessageValidator, Output, ProtocolViolation, dumps
 from ._native import (
     FIRST_PROGRAM_TAG,
     QUEUED,
@@ -157,7 +157,7 @@ class Isolate:
             "max_json_depth": self._config.max_json_depth,
             "memory_limit_bytes": self._config.memory_limit_bytes,
         }
-        text = json.dumps(command, ensure_ascii=False, allow_nan=False)
+        text = dumps(command)
         self._send_text(text[:-1] + ',"stored":' + stored_json + "}")
 
     def interrupt(self) -> None:
@@ -236,7 +236,7 @@ class Isolate:
         self._send_text('{"t":"fire","id":' + str(int(timer_id)) + "}")
 
     def _send(self, command: dict[str, Any]) -> None:
-        self._send_text(json.dumps(command, ensure_ascii=False, allow_nan=False))
+        self._send_text(dumps(command))
 
     def _send_text(self, command: str) -> None:
         if self._closed or self._terminating or self._failed:
