@@ -187,7 +187,8 @@ class Isolate:
         with trio.move_on_after(DRAIN_TIMEOUT):
             if self._drained is not None:
                 await self._drained.wait()
-            if not self._clean:
+            if not self._clean and self._native is not None and not self._closed:
+                # (No native handle: the isolate's worker died meanwhile, see on_crash.)
                 self._drained = trio.Event()
                 self._drain_tag = self._post(DRAIN)
                 await self._drained.wait()
