@@ -66,11 +66,11 @@ class Sink:
 
 
 @asynccontextmanager
-async def warm_pool() -> AsyncIterator[tuple[WarmIsolates, FakeBackend]]:
+async def warm_pool(burst: int = 1) -> AsyncIterator[tuple[WarmIsolates, FakeBackend]]:
     """A pool of one, filled; closed (and checked empty of live fakes) on exit."""
     backend = FakeBackend()
     async with trio.open_nursery() as nursery:
-        warm = WarmIsolates(backend, nursery, count=1, **LIMITS)
+        warm = WarmIsolates(backend, nursery, count=1, burst=burst, **LIMITS)
         warm.refill()
         await trio.testing.wait_all_tasks_blocked()
         assert len(backend.handles) == 1
@@ -172,3 +172,23 @@ async def test_closing_the_pool_does_not_wait_out_a_delayed_replacement(
             await warm.aclose()
         assert len(backend.handles) == 1  # nothing was built for a closed pool
         await taken.close()
+
+
+async def test_back_to_back_the_pool_builds_its_burst_at_once(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    async with warm_pool(burst=2) as (warm, backend):
+        first = await take(warm)  # found ready: its replacement waits for it
+        assert len(backend.handles) == 1
+        second = await take(warm)  # waited: the pending one was built and taken ...
+        assert len(backend.handles) == 4  # ... and two more are built side by side
+        third = await take(warm)  # found one ready, and one more is ready
+        assert len(backend.handles) == 4
+        fourth = await take(warm)  # found the last one ready: paced again, so ...
+        assert len(backend.handles) == 4  # ... its replacement waits for it
+        mock_clock.jump(REFILL_DELAY * 1.1)
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(backend.handles) == 5  # and the pool goes back to one isolate
+        assert len(warm._ready) == 1
+        for handle in (first, second, third, fourth):
+            await handle.close()
