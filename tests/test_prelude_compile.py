@@ -60,11 +60,8 @@ def _lazy_compiles(tmp_path: Path, source: str | None) -> tuple[list[str], str]:
     result = run_child(script, None)
     assert result.returncode == 0, result.describe()
     events = [line.split(",") for line in log.read_text().splitlines()]
-    compiled = [
-        event[-1]
-        for event in events
-        if event[:2] == ["function", "parse-function"] and event[-1].startswith(("rt", "cm"))
-    ]
+    # Every function compiled lazily, by name (the cells' programs here define none).
+    compiled = [event[-1] for event in events if event[:2] == ["function", "parse-function"]]
     return compiled, result.output
 
 

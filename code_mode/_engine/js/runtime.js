@@ -675,10 +675,15 @@ const rtStart = (function rtStart(command) {
   // `then` looks up `promise.constructor[Symbol.species]`, which the program may have
   // replaced by now (on `Promise.prototype` or `Promise`): pin it to the real Promise.
   rtObjectDefineProperty(promise, "constructor", { __proto__: null, value: RT_SPECIES });
-  rtReflectApply(rtPromiseThen, promise, [
-    () => rtFinish(null),
-    (error) => rtFinish(cmErrorText(error)),
-  ]);
+  rtReflectApply(rtPromiseThen, promise, [rtFinishOk, rtFinishError]);
+});
+
+// The program's promise settled (named and compiled ahead, unlike an arrow in rtStart).
+const rtFinishOk = (function rtFinishOk() {
+  rtFinish(null);
+});
+const rtFinishError = (function rtFinishError(error) {
+  rtFinish(cmErrorText(error));
 });
 
 // ---------------------------------------------------------------------------
