@@ -204,6 +204,10 @@ class _SinkSlot:
 #: its start (see :class:`WarmIsolates`).
 REFILL_DELAY = 0.05
 
+#: A burst of back-to-back cells is over when no cell took a warm isolate for this
+#: long; the pool then closes what it holds beyond ``count`` (see :class:`WarmIsolates`).
+BURST_IDLE = 0.1
+
 
 class WarmIsolates:
     """Keeps ``count`` isolates created ahead of time, so starting a cell does not pay
@@ -223,7 +227,9 @@ class WarmIsolates:
     and the next ones are built at once, while the cell runs: up to ``burst`` of them
     side by side (a build is two halves on two threads, V8's isolate and then the
     prelude on the isolate's own thread, so two builds keep two cores busy where one
-    build leaves a core waiting). Paced cells refill the pool to ``count`` only.
+    build leaves a core waiting). Paced cells refill the pool to ``count`` only, and
+    once no cell took an isolate for :data:`BURST_IDLE`, the isolates beyond ``count``
+    are closed: an idle engine holds ``count`` of them, each a few MiB.
     """
 
     def __init__(
@@ -247,12 +253,17 @@ class WarmIsolates:
         self._fill_done = trio.Event()
         self._waiting_fills: list[trio.Event] = []  # go signals of delayed refills
         self._closed = False
+        self._taken = 0  # isolates handed to cells so far
+        self._trim: trio.CancelScope | None = None  # while a burst's end is awaited
 
     def refill(self, after: _SinkSlot | None = None, *, burst: bool = False) -> None:
         """Start replacements for missing isolates; with ``after``, each waits for
         that isolate's first evaluation to end; with ``burst``, up to ``burst``
         isolates are built or ready rather than ``count`` (see the class docstring)."""
         target = self._burst if burst else self._count
+        if target > self._count and self._trim is None and not self._closed:
+            self._trim = trio.CancelScope()
+            self._nursery.start_soon(self._trim_after_burst, self._trim)
         while not self._closed and len(self._ready) + self._filling < target:
             self._filling += 1
             go = trio.Event()
@@ -262,6 +273,22 @@ class WarmIsolates:
                 self._waiting_fills.append(go)
                 after.first_task.append(go)
             self._nursery.start_soon(self._fill_one, go)
+
+    async def _trim_after_burst(self, scope: trio.CancelScope) -> None:
+        """Once cells stop taking isolates, close those beyond ``count``."""
+        try:
+            with scope:
+                while True:
+                    taken = self._taken
+                    await trio.sleep(BURST_IDLE)
+                    if self._taken == taken and not self._filling:
+                        break
+                extra, self._ready = self._ready[self._count :], self._ready[: self._count]
+                with trio.CancelScope(shield=True):
+                    for _slot, handle in extra:
+                        await handle.close()
+        finally:
+            self._trim = None
 
     def _hurry(self) -> None:
         waiting, self._waiting_fills = self._waiting_fills, []
@@ -310,6 +337,7 @@ class WarmIsolates:
                 ):
                     handle.set_limits(memory_limit_bytes, max_message_chars)
                 slot.target = sink
+                self._taken += 1
                 # Cells that find the pool empty come faster than isolates are built
                 # (say, back to back): then the replacement is built at once, beside
                 # this cell, rather than after it; waiting would only make the next
@@ -335,6 +363,8 @@ class WarmIsolates:
     async def aclose(self) -> None:
         self._closed = True
         self._hurry()
+        if self._trim is not None:
+            self._trim.cancel()
         with trio.CancelScope(shield=True):
             while self._filling:
                 await self._fill_done.wait()
