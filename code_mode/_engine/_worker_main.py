@@ -35,13 +35,16 @@ from ._wire import FrameReader, frame
 #: The ``python -c`` program that starts a worker. It registers a bare ``code_mode``
 #: package so that importing this module does not run ``code_mode/__init__.py`` (trio,
 #: attrs, the session runtime): a worker needs only the engine and starts in ~0.1 s.
+#: Its arguments: the package directory, ``confine`` or ``none``, and how many isolates
+#: it may build at once (1 when left out).
 BOOTSTRAP = """
 import sys, types
 package = types.ModuleType("code_mode")
 package.__path__ = [sys.argv[1]]
 sys.modules["code_mode"] = package
 from code_mode._engine._worker_main import main
-main(confine=sys.argv[2] == "confine", parallel_creates=int(sys.argv[3]))
+creates = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+main(confine=sys.argv[2] == "confine", parallel_creates=creates)
 """
 
 #: With this environment variable set to ``1``, a worker answers the ``selftest`` op
