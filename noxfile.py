@@ -1,6 +1,10 @@
-"""Developer tasks: ``nox -s tests``, ``lint``, ``typecheck``, ``bench``, ``soak``."""
+"""Developer tasks: ``nox -s tests``, ``lint``, ``typecheck``, ``bench``, ``peers``,
+``soak``."""
 
 from __future__ import annotations
+
+import shutil
+from pathlib import Path
 
 import nox
 
@@ -35,6 +39,22 @@ def bench(session: nox.Session) -> None:
     """Benchmarks against raw mini-racer in the same run (not part of the tests)."""
     session.install("-e", ".", "matplotlib")
     session.run("python", "-m", "bench.run", *session.posargs)
+
+
+@nox.session
+def peers(session: nox.Session) -> None:
+    """code_mode beside pydantic-monty and isolated-vm, installed in this session's
+    virtualenv only. isolated-vm needs Node.js and npm, and npm builds it from source
+    where no prebuilt binary can be downloaded (a few minutes, once)."""
+    session.install("-e", ".", "pydantic-monty")
+    extra: list[str] = []
+    if shutil.which("npm"):
+        folder = Path(session.create_tmp()) / "isolated-vm"
+        if not (folder / "node_modules" / "isolated-vm" / "out").is_dir():
+            folder.mkdir(exist_ok=True)
+            session.run("npm", "install", "--prefix", str(folder), "isolated-vm", external=True)
+        extra = ["--isolated-vm", str(folder)]
+    session.run("python", "-m", "bench.peers", *extra, *session.posargs)
 
 
 @nox.session

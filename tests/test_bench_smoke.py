@@ -49,8 +49,8 @@ def test_runner_produces_every_benchmark_and_target(tmp_path: Path) -> None:
     # Each side runs with its own V8 flags: ours are code_mode's, the baseline's
     # mini-racer's defaults.
     assert set(meta["v8_flags"]) == {*modes, "raw"}
-    assert "--no-lazy" in meta["v8_flags"][modes[0]]
-    assert "--no-lazy" not in meta["v8_flags"]["raw"]
+    assert "--expose-gc-as=__code_mode_gc" in meta["v8_flags"][modes[0]]
+    assert "--expose-gc-as=__code_mode_gc" not in meta["v8_flags"]["raw"]
     benchmarks = results["benchmarks"]
     assert list(benchmarks) == list(ALL)
     for bench_id in ("B1", "B2", "B3", "B4", "B5"):
@@ -154,3 +154,37 @@ def test_sessions_benchmark_measures_every_point(tmp_path: Path) -> None:
         assert point["latency_crowded_ms"] > 0
     for point in results["S2"]:
         assert point["cells"] == 8 and point["cells_per_s"] > 0
+
+
+def test_peers_table_has_our_sides_and_names_the_missing_peers(tmp_path: Path) -> None:
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.peers",
+            "--quick",
+            "--rounds",
+            "1",
+            "--monty-python",
+            str(tmp_path / "no-python"),
+            "--isolated-vm",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    rows = {
+        line.split("|")[1].strip(): line
+        for line in completed.stdout.splitlines()
+        if line.startswith("| ") and " ms " in line
+    }
+    assert list(rows) == ["code_mode, process", "code_mode, thread", "raw mini-racer"]
+    for row in rows.values():
+        assert row.count(" ms") >= 3 and " us" in row
+    assert "skipped pydantic-monty" in completed.stdout
+    assert "skipped isolated-vm" in completed.stdout
+    assert '"pku"' in completed.stdout.splitlines()[0]

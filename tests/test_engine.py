@@ -217,6 +217,8 @@ def test_engine_config_validates_its_fields() -> None:
         EngineConfig(worker_processes=0)
     with pytest.raises(ValueError, match=r"EngineConfig\.warm_isolates"):
         EngineConfig(warm_isolates=-1)
+    with pytest.raises(ValueError, match=r"EngineConfig\.warm_isolates_burst"):
+        EngineConfig(warm_isolates_burst=0)
     with pytest.raises(ValueError, match=r"EngineConfig\.recycle_after_cells"):
         EngineConfig(recycle_after_cells=0)
     with pytest.raises(ValueError, match="isolation"):

@@ -12,7 +12,13 @@ from contextlib import asynccontextmanager
 import trio
 import trio.testing
 
-from code_mode._engine._backend import REFILL_DELAY, IsolateHandle, IsolateSink, WarmIsolates
+from code_mode._engine._backend import (
+    BURST_IDLE,
+    REFILL_DELAY,
+    IsolateHandle,
+    IsolateSink,
+    WarmIsolates,
+)
 
 LIMITS = {"memory_limit_bytes": 1 << 20, "max_message_chars": 1 << 10}
 
@@ -66,11 +72,11 @@ class Sink:
 
 
 @asynccontextmanager
-async def warm_pool() -> AsyncIterator[tuple[WarmIsolates, FakeBackend]]:
+async def warm_pool(burst: int = 1) -> AsyncIterator[tuple[WarmIsolates, FakeBackend]]:
     """A pool of one, filled; closed (and checked empty of live fakes) on exit."""
     backend = FakeBackend()
     async with trio.open_nursery() as nursery:
-        warm = WarmIsolates(backend, nursery, count=1, **LIMITS)
+        warm = WarmIsolates(backend, nursery, count=1, burst=burst, **LIMITS)
         warm.refill()
         await trio.testing.wait_all_tasks_blocked()
         assert len(backend.handles) == 1
@@ -172,3 +178,45 @@ async def test_closing_the_pool_does_not_wait_out_a_delayed_replacement(
             await warm.aclose()
         assert len(backend.handles) == 1  # nothing was built for a closed pool
         await taken.close()
+
+
+async def test_back_to_back_the_pool_builds_its_burst_at_once(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    async with warm_pool(burst=2) as (warm, backend):
+        first = await take(warm)  # found ready: its replacement waits for it
+        assert len(backend.handles) == 1
+        second = await take(warm)  # waited: the pending one was built and taken ...
+        assert len(backend.handles) == 4  # ... and two more are built side by side
+        third = await take(warm)  # found one ready, and one more is ready
+        assert len(backend.handles) == 4
+        fourth = await take(warm)  # found the last one ready: paced again, so ...
+        assert len(backend.handles) == 4  # ... its replacement waits for it
+        mock_clock.jump(REFILL_DELAY * 1.1)
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(backend.handles) == 5  # and the pool goes back to one isolate
+        assert len(warm._ready) == 1
+        for handle in (first, second, third, fourth):
+            await handle.close()
+
+
+async def test_after_a_burst_the_pool_goes_back_to_its_count(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    async with warm_pool(burst=2) as (warm, backend):
+        first = await take(warm)
+        second = await take(warm)  # waited: two are built side by side, both ready
+        assert len(backend.handles) == 4
+        mock_clock.jump(BURST_IDLE * 0.9)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not any(handle.closed for handle in backend.handles)
+        assert len(warm._ready) == 2  # the next cell of a burst finds one at once
+        # No cell took one for BURST_IDLE: the one beyond the pool's count is closed.
+        mock_clock.jump(BURST_IDLE * 0.2)
+        await trio.testing.wait_all_tasks_blocked()
+        assert [handle.closed for handle in backend.handles[2:]] == [False, True]
+        assert len(warm._ready) == 1
+        third = await take(warm)  # and the one kept still serves the next cell
+        assert len(backend.handles) == 4
+        for handle in (first, second, third):
+            await handle.close()

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import trio
 
 from ._native import TASK_OK, NativeIsolate, NativeIsolateError
-from ._worker import BlockingWorker, BlockingWorkers
+from ._worker import BlockingWorkers
 
 
 class IsolateSink(Protocol):
@@ -125,15 +125,21 @@ class _ThreadIsolate:
 class ThreadBackend:
     """Isolates on their own threads in this process (``EngineConfig.isolation =
     "thread"``). Creating and closing them block, so they run on engine-owned threads:
-    one :class:`BlockingWorker` creates, and each close gets a thread of its own
+    up to ``parallel_creates`` threads create (the warm pool builds that many at once
+    while cells come back to back), and each close gets a thread of its own
     (:class:`BlockingWorkers`): closing an isolate may wait for JavaScript stuck in a
     builtin that ignores terminate-execution, and that must hold up neither new cells
     nor the closing of other cells. Reports are handed to the trio thread with
     ``TrioToken.run_sync_soon``."""
 
-    def __init__(self, creator: BlockingWorker, disposer: BlockingWorkers) -> None:
+    def __init__(
+        self, creator: BlockingWorkers, disposer: BlockingWorkers, *, parallel_creates: int = 1
+    ) -> None:
         self._worker = creator
         self._disposer = disposer
+        # Bounds the creating threads: many cells starting at once queue here rather
+        # than start a thread each.
+        self._creating = trio.Semaphore(parallel_creates)
 
     async def create_isolate(
         self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
@@ -154,7 +160,9 @@ class ThreadBackend:
                 on_task=on_task,
             )
 
-        return _ThreadIsolate(await self._worker.run(build), self._disposer)
+        async with self._creating:
+            native = await self._worker.run(build)
+        return _ThreadIsolate(native, self._disposer)
 
     async def aclose(self) -> None:
         return None
@@ -196,6 +204,10 @@ class _SinkSlot:
 #: its start (see :class:`WarmIsolates`).
 REFILL_DELAY = 0.05
 
+#: A burst of back-to-back cells is over when no cell took a warm isolate for this
+#: long; the pool then closes what it holds beyond ``count`` (see :class:`WarmIsolates`).
+BURST_IDLE = 0.1
+
 
 class WarmIsolates:
     """Keeps ``count`` isolates created ahead of time, so starting a cell does not pay
@@ -212,7 +224,12 @@ class WarmIsolates:
     is then done), or for :data:`REFILL_DELAY` at most, or until someone needs an
     isolate and none is ready; then it is built at once. Except when the cell taking
     an isolate had to wait for it: cells then come faster than isolates are built,
-    and the next one is built at once, while the cell runs.
+    and the next ones are built at once, while the cell runs: up to ``burst`` of them
+    side by side (a build is two halves on two threads, V8's isolate and then the
+    prelude on the isolate's own thread, so two builds keep two cores busy where one
+    build leaves a core waiting). Paced cells refill the pool to ``count`` only, and
+    once no cell took an isolate for :data:`BURST_IDLE`, the isolates beyond ``count``
+    are closed: an idle engine holds ``count`` of them, each a few MiB.
     """
 
     def __init__(
@@ -223,10 +240,12 @@ class WarmIsolates:
         count: int,
         memory_limit_bytes: int,
         max_message_chars: int,
+        burst: int = 1,
     ) -> None:
         self._backend = backend
         self._nursery = nursery
         self._count = count
+        self._burst = max(count, burst)
         self._memory_limit_bytes = memory_limit_bytes
         self._max_message_chars = max_message_chars
         self._ready: list[tuple[_SinkSlot, IsolateHandle]] = []
@@ -234,11 +253,18 @@ class WarmIsolates:
         self._fill_done = trio.Event()
         self._waiting_fills: list[trio.Event] = []  # go signals of delayed refills
         self._closed = False
+        self._taken = 0  # isolates handed to cells so far
+        self._trim: trio.CancelScope | None = None  # while a burst's end is awaited
 
-    def refill(self, after: _SinkSlot | None = None) -> None:
+    def refill(self, after: _SinkSlot | None = None, *, burst: bool = False) -> None:
         """Start replacements for missing isolates; with ``after``, each waits for
-        that isolate's first evaluation to end (see the class docstring)."""
-        while not self._closed and len(self._ready) + self._filling < self._count:
+        that isolate's first evaluation to end; with ``burst``, up to ``burst``
+        isolates are built or ready rather than ``count`` (see the class docstring)."""
+        target = self._burst if burst else self._count
+        if target > self._count and self._trim is None and not self._closed:
+            self._trim = trio.CancelScope()
+            self._nursery.start_soon(self._trim_after_burst, self._trim)
+        while not self._closed and len(self._ready) + self._filling < target:
             self._filling += 1
             go = trio.Event()
             if after is None:
@@ -247,6 +273,22 @@ class WarmIsolates:
                 self._waiting_fills.append(go)
                 after.first_task.append(go)
             self._nursery.start_soon(self._fill_one, go)
+
+    async def _trim_after_burst(self, scope: trio.CancelScope) -> None:
+        """Once cells stop taking isolates, close those beyond ``count``."""
+        try:
+            with scope:
+                while True:
+                    taken = self._taken
+                    await trio.sleep(BURST_IDLE)
+                    if self._taken == taken and not self._filling:
+                        break
+                extra, self._ready = self._ready[self._count :], self._ready[: self._count]
+                with trio.CancelScope(shield=True):
+                    for _slot, handle in extra:
+                        await handle.close()
+        finally:
+            self._trim = None
 
     def _hurry(self) -> None:
         waiting, self._waiting_fills = self._waiting_fills, []
@@ -295,11 +337,15 @@ class WarmIsolates:
                 ):
                     handle.set_limits(memory_limit_bytes, max_message_chars)
                 slot.target = sink
+                self._taken += 1
                 # Cells that find the pool empty come faster than isolates are built
                 # (say, back to back): then the replacement is built at once, beside
                 # this cell, rather than after it; waiting would only make the next
                 # cell wait longer.
-                self.refill(after=None if waited else slot)
+                if waited:
+                    self.refill(burst=True)
+                else:
+                    self.refill(after=slot)
                 return _TakenIsolate(handle, slot)
             if not self._filling or self._closed:
                 break
@@ -311,12 +357,14 @@ class WarmIsolates:
         handle = await self._backend.create_isolate(
             sink, memory_limit_bytes=memory_limit_bytes, max_message_chars=max_message_chars
         )
-        self.refill()
+        self.refill(burst=True)
         return handle
 
     async def aclose(self) -> None:
         self._closed = True
         self._hurry()
+        if self._trim is not None:
+            self._trim.cancel()
         with trio.CancelScope(shield=True):
             while self._filling:
                 await self._fill_done.wait()

@@ -72,21 +72,24 @@ TASK_TERMINATED: Final = "terminated"
 
 #: V8 flags, read once per process by whoever initialises mini-racer first.
 #: ``--single-threaded`` is mini-racer's default (no V8 worker threads).
-#: ``--no-lazy`` compiles functions when their script is compiled instead of on first
-#: call: the prelude is compiled once per isolate, ahead of time in the warm pool, so a
-#: cell no longer pays for compiling the runtime's start path (about 1 ms per cell).
+#: Functions are compiled lazily (V8's default), on first call, except those of the
+#: runtime's start path, which the prelude marks for compilation with it (see
+#: "Compiled ahead" in ``js/runtime.js``): the prelude is compiled ahead of time in the
+#: warm pool, so a cell does not pay for compiling its start path, and the rest of the
+#: runtime is only pre-parsed. (``--no-lazy`` did the former by compiling every
+#: function of the prelude: about 1 ms of CPU more per isolate.)
 #: ``--no-maglev`` leaves out V8's mid-tier optimising compiler (code still goes from
 #: the interpreter through Sparkplug to TurboFan). With ``--single-threaded`` V8
 #: compiles on the isolate's own thread, and a program interrupted in a loop that
 #: Maglev compiled (on-stack replacement) took 0.3-1.4 ms to stop instead of 0.1-0.3
 #: ms: most of ``terminate()``'s time. No measurable cost on tool calls, a cell's
-#: start, or compute-heavy programs (see docs/performance.md, optimisation 20).
+#: start, or compute-heavy programs (see docs/performance.md, optimisation 23).
 #: ``--expose-gc-as`` gives the runtime a way to force a full collection before it fails
 #: a cell for its ArrayBuffer memory (``js/buffers.js``); the function is a global of
 #: every context of the process, which the runtime keeps and replaces with ``undefined``
 #: before a program runs. Without it (another user of mini-racer initialised V8 first),
 #: buffers are credited back only after collections V8 makes on its own.
-V8_FLAGS = ("--single-threaded", "--no-lazy", "--no-maglev", "--expose-gc-as=__code_mode_gc")
+V8_FLAGS = ("--single-threaded", "--no-maglev", "--expose-gc-as=__code_mode_gc")
 
 _dll: Any = None
 _dll_lock = threading.Lock()

@@ -37,14 +37,15 @@ def prelude_source() -> str:
         # The host attaches the two native doorbells to the returned buffer as
         # `more` and `end`; they are moved into this closure on first use.
         "let rtBellMoreNative, rtBellEndNative;\n"
-        "function rtBellsReady() {\n"
+        # (In parentheses: compiled with the prelude, see "Compiled ahead" in runtime.js.)
+        "const rtBellsReady = (function rtBellsReady() {\n"
         "  if (rtBellEndNative === undefined) {\n"
         "    rtBellMoreNative = rtBuffer.more; rtBellEndNative = rtBuffer.end;\n"
         "    delete rtBuffer.more; delete rtBuffer.end;\n"
         "  }\n"
-        "}\n"
+        "});\n"
         "function rtBellMore() { rtBellsReady(); rtBellMoreNative(); }\n"
-        "function rtBellEnd() { rtBellsReady(); rtBellEndNative(); }\n"
+        "const rtBellEnd = (function rtBellEnd() { rtBellsReady(); rtBellEndNative(); });\n"
         f"{body}\n"
         "rtBuffer.recv = rtRecv; rtBuffer.argv = [];\n"
         "return rtBuffer;\n"

@@ -125,6 +125,7 @@ class WorkerProcess:
                     BOOTSTRAP,
                     _PACKAGE_DIR,
                     "confine" if self._pool.confine else "none",
+                    str(self._pool.parallel_creates),
                 ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -443,6 +444,7 @@ class ProcessPool:
         heartbeat_timeout: float = 10.0,
         close_timeout: float = 2.0,
         confine: bool = True,
+        parallel_creates: int = 1,
     ) -> None:
         self._nursery = nursery
         self._size = size
@@ -452,6 +454,8 @@ class ProcessPool:
         self.heartbeat_timeout = heartbeat_timeout
         self.close_timeout = close_timeout
         self.confine = confine
+        #: How many isolates a worker builds at once (EngineConfig.warm_isolates_burst).
+        self.parallel_creates = parallel_creates
         self.warned_unconfined = False
         self.workers: list[WorkerProcess] = []
         self._ids = itertools.count(1)

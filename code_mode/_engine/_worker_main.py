@@ -35,13 +35,16 @@ from ._wire import FrameReader, frame
 #: The ``python -c`` program that starts a worker. It registers a bare ``code_mode``
 #: package so that importing this module does not run ``code_mode/__init__.py`` (trio,
 #: attrs, the session runtime): a worker needs only the engine and starts in ~0.1 s.
+#: Its arguments: the package directory, ``confine`` or ``none``, and how many isolates
+#: it may build at once (1 when left out).
 BOOTSTRAP = """
 import sys, types
 package = types.ModuleType("code_mode")
 package.__path__ = [sys.argv[1]]
 sys.modules["code_mode"] = package
 from code_mode._engine._worker_main import main
-main(confine=sys.argv[2] == "confine")
+creates = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+main(confine=sys.argv[2] == "confine", parallel_creates=creates)
 """
 
 #: With this environment variable set to ``1``, a worker answers the ``selftest`` op
@@ -64,7 +67,9 @@ class _Writer:
                 pass
 
 
-def serve(stdin: BinaryIO, stdout: BinaryIO, *, confine: bool = True) -> None:
+def serve(
+    stdin: BinaryIO, stdout: BinaryIO, *, confine: bool = True, parallel_creates: int = 1
+) -> None:
     # V8 first, on the main thread, before any other thread exists: every thread of
     # this process then descends from V8's initialising thread and inherits its
     # protection-key rights (see _pkeys.py).
@@ -77,10 +82,13 @@ def serve(stdin: BinaryIO, stdout: BinaryIO, *, confine: bool = True) -> None:
     writer.send({"ev": "ready", "unconfined": unconfined})
     isolates: dict[int, NativeIsolate] = {}
     lock = threading.Lock()
-    # Creating runs on a helper thread; each close on a thread of its own: closing may
-    # wait for JavaScript stuck in a builtin, and must hold up neither new isolates nor
-    # the closing of others.
-    creating = ThreadPoolExecutor(max_workers=1, thread_name_prefix="code-mode-create")
+    # Creating runs on helper threads (several at once when the host's warm pool builds
+    # ahead of back-to-back cells); each close on a thread of its own: closing may wait
+    # for JavaScript stuck in a builtin, and must hold up neither new isolates nor the
+    # closing of others.
+    creating = ThreadPoolExecutor(
+        max_workers=max(1, parallel_creates), thread_name_prefix="code-mode-create"
+    )
     closing: list[threading.Thread] = []
 
     def create(isolate_id: int, memory: int, max_message: int) -> None:
@@ -170,11 +178,11 @@ def serve(stdin: BinaryIO, stdout: BinaryIO, *, confine: bool = True) -> None:
         native.close()
 
 
-def main(*, confine: bool = True) -> None:
+def main(*, confine: bool = True, parallel_creates: int = 1) -> None:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     # Nothing else may write to the protocol stream.
     sys.stdout = sys.stderr
-    serve(stdin, stdout, confine=confine)
+    serve(stdin, stdout, confine=confine, parallel_creates=parallel_creates)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,11 @@
 //
 // Items: {type: "text", text} and {type: "image", image_url, detail}; `detail` is
 // always one of "auto", "low", "high", "original" (default "high").
+//
+// `const f = (function f() {...});` marks a function that every cell's start runs
+// (`text` output): the parentheses make V8 compile it with the prelude, in the warm
+// isolate, ahead of the cell; other functions are compiled on first use (see
+// runtime.js, "Compiled ahead").
 
 const cmOutJSONStringify = JSON.stringify;
 const cmOutJSONParse = JSON.parse;
@@ -77,7 +82,7 @@ function cmOutIsSurrogate(c) {
 }
 
 // Lone UTF-16 surrogates become U+FFFD.
-function cmOutWellFormed(s) {
+const cmOutWellFormed = (function cmOutWellFormed(s) {
   if (typeof cmOutStringToWellFormed === "function") {
     return cmOutReflectApply(cmOutStringToWellFormed, s, []);
   }
@@ -99,7 +104,7 @@ function cmOutWellFormed(s) {
   }
   if (start === 0) return s;
   return out + cmOutReflectApply(cmOutStringSlice, s, [start]);
-}
+});
 
 // ASCII-only lower-casing (like Rust's to_ascii_lowercase); only used on short strings.
 function cmOutAsciiLower(s) {
@@ -148,9 +153,9 @@ function cmOutToJson(value) {
   return cmOutReflectApply(cmOutJSONParse, undefined, [json]);
 }
 
-function cmOutText(text) {
+const cmOutText = (function cmOutText(text) {
   return { type: "text", text: cmOutWellFormed(text) };
-}
+});
 
 function cmOutImage(imageUrl, detail) {
   return { type: "image", image_url: cmOutWellFormed(imageUrl), detail };
@@ -205,7 +210,7 @@ function cmOutMcpMetaDetail(block) {
 // Public helpers (the interface runtime.js uses).
 
 // The output-text rule (reference 1.3).
-function cmOutputText(value) {
+const cmOutputText = (function cmOutputText(value) {
   const kind = typeof value;
   if (
     value === undefined ||
@@ -219,11 +224,11 @@ function cmOutputText(value) {
   }
   const json = cmOutReflectApply(cmOutJSONStringify, undefined, [value]);
   return json === undefined ? "undefined" : cmOutWellFormed(json);
-}
+});
 
-function cmTextItem(value) {
+const cmTextItem = (function cmTextItem(value) {
   return cmOutText(cmOutputText(value));
-}
+});
 
 // image(urlOrItem, detail?) with `args` the call's `arguments` (reference 1.4).
 // `allowRemote === false` admits data: URLs only.

@@ -15,6 +15,17 @@
 // queued batch as UTF-16 into a private ArrayBuffer whose memory the host reads from
 // inside the native doorbell call (`rtBellMore` for a partial chunk, `rtBellEnd` for
 // the last one). The program never sees the buffer or the doorbells.
+//
+// Compiled ahead: V8 compiles a function on its first call (lazily), except a function
+// expression in parentheses, which it compiles with the script around it. The prelude
+// is evaluated in a warm isolate before a cell takes it, so the functions on every
+// cell's start path (from `rtRecv` through `rtStart`, the program's compilation, `text`
+// and `rtFinish` to the doorbell) are written `const f = (function f() {...});`: they are
+// ready when the cell starts, while the rest of the runtime (tool calls, timers, store,
+// images, errors) is only pre-parsed and costs a cell that never uses it nothing. A
+// function declared that way exists from its line on (no hoisting): it is only ever
+// called once the prelude has run, from the host's calls. tests/test_native_probe.py
+// checks that a short cell compiles none of the runtime's functions itself.
 
 const rtJSONStringify = JSON.stringify;
 const rtJSONParse = JSON.parse;
@@ -98,7 +109,7 @@ let rtQueueChars = 0;
 // Header: [0] = code units in this chunk, [1] = chunk index within the batch (0 starts
 // a new batch, so a batch cut short by termination is discarded by the host), [2] =
 // RT_QUEUED (see above).
-function rtWrite(s) {
+const rtWrite = (function rtWrite(s) {
   const length = s.length;
   let offset = 0;
   let index = 0;
@@ -117,9 +128,9 @@ function rtWrite(s) {
     }
     rtBellMore();
   }
-}
+});
 
-function rtFlush() {
+const rtFlush = (function rtFlush() {
   if (rtQueue.length === 0) return;
   // The queue is cleared only once the batch is out: if termination interrupts the
   // write, a later flush (the host's drain) sends the whole batch again. Nothing
@@ -130,10 +141,10 @@ function rtFlush() {
   rtQueue = fresh;
   rtQueueChars = 0;
   rtHeader[RT_QUEUED] = 0;
-}
+});
 
 // Queues one message (already JSON text); a flush sends the queue as one batch.
-function rtEnqueue(json) {
+const rtEnqueue = (function rtEnqueue(json) {
   if (rtQueue.length !== 0 && rtQueueChars + json.length > RT_FLUSH_CHARS) {
     try {
       rtFlush();
@@ -144,12 +155,12 @@ function rtEnqueue(json) {
   if (json !== RT_STARTED) rtHeader[RT_QUEUED] = 1;
   rtReflectApply(rtArrayPush, rtQueue, [json]);
   rtQueueChars += json.length;
-}
+});
 
 // Sends one message at once. Output too: every item reaches the host as the program
 // makes it (one native call each), so a program that then spins or dies (memory limit)
 // has handed over all it printed, and a yield while it spins carries that output.
-function rtSendRaw(json) {
+const rtSendRaw = (function rtSendRaw(json) {
   rtEnqueue(json);
   // Queued: from here on nothing may throw into the program (at the edge of the stack
   // any call can), or it would see a failed helper whose message still goes out.
@@ -158,7 +169,7 @@ function rtSendRaw(json) {
   } catch {
     // Sent by the next flush (at the latest, the host's probe).
   }
-}
+});
 
 // `message` is a fresh object of the runtime's; without a prototype, a program's
 // `Object.prototype.toJSON` cannot change how it serializes.
@@ -196,7 +207,7 @@ function rtHelperError(message, ctor) {
   return error;
 }
 
-function rtFinish(errorText) {
+const rtFinish = (function rtFinish(errorText) {
   if (rtFinished) return;
   const writes = { __proto__: null };
   rtReflectApply(rtMapForEach, rtWrites, [
@@ -223,7 +234,7 @@ function rtFinish(errorText) {
   } catch {
     // Sent by the next flush.
   }
-}
+});
 
 // What is wrong with `json` (the text JSON.stringify made of a program's value), or
 // null: nesting deeper than `maxDepth` (when it is above 0), or a number that is not
@@ -337,23 +348,23 @@ function rtPrepareStackTrace(error, frames) {
 // ---------------------------------------------------------------------------
 // Globals.
 
-function rtDefineGlobal(name, value) {
+const rtDefineGlobal = (function rtDefineGlobal(name, value) {
   rtObjectDefineProperty(rtGlobal, name, {
     value,
     writable: true,
     configurable: true,
     enumerable: false,
   });
-}
+});
 
-function rtText(value) {
+const rtText = (function rtText(value) {
   if (rtFinished) return undefined;
   const item = cmTextItem(value);
   rtSendRaw(
     rtReflectApply(rtJSONStringify, undefined, [{ __proto__: null, t: "text", text: item.text }]),
   );
   return undefined;
-}
+});
 
 function rtImage() {
   if (rtFinished) return undefined;
@@ -376,13 +387,13 @@ function rtForwardOutput() {
   return undefined;
 }
 
-function rtConsoleMethod() {
+const rtConsoleMethod = (function rtConsoleMethod() {
   return function () {
     if (rtFinished) return undefined;
     rtSend({ t: "text", text: cmConsoleText(arguments) });
     return undefined;
   };
-}
+});
 
 function rtNotify(value) {
   if (rtFinished) return undefined;
@@ -487,7 +498,7 @@ function rtClearTimeout(id) {
   return undefined;
 }
 
-function rtMakeTool(ident, kind) {
+const rtMakeTool = (function rtMakeTool(ident, kind) {
   const tool = function (input) {
     if (rtFinished) return rtNever();
     let json;
@@ -530,11 +541,11 @@ function rtMakeTool(ident, kind) {
   };
   rtObjectDefineProperty(tool, "name", { value: ident });
   return tool;
-}
+});
 
 const RT_NOT_TOOLS = { then: true, toJSON: true, constructor: true, __proto__: null };
 
-function rtMakeTools(definitions) {
+const rtMakeTools = (function rtMakeTools(definitions) {
   const target = {};
   for (let i = 0; i < definitions.length; i++) {
     const d = definitions[i];
@@ -563,7 +574,7 @@ function rtMakeTools(definitions) {
       };
     },
   });
-}
+});
 
 // ---------------------------------------------------------------------------
 // Starting the program.
@@ -571,13 +582,13 @@ function rtMakeTools(definitions) {
 // A static import (or `export ... from`) at the start of a line or after a `;`.
 const rtImportPattern = /(?:^|;)\s*(?:import\s*(?:[\w$*{}\s,]+?\s*from\s*)?|export\s+[\w$*{}\s,]*?\s*from\s*)(['"])([^'"]*)\1/m;
 
-function rtBody(source) {
+const rtBody = (function rtBody(source) {
   return RT_PREFIX + source + "\n//# sourceURL=" + RT_FILE;
-}
+});
 
 // The program compiled, or a string: why it cannot run; `null` for a syntax error,
 // which rtThrowSyntaxError reports.
-function rtCompile(source) {
+const rtCompile = (function rtCompile(source) {
   try {
     return new rtAsyncFunction(rtBody(source));
   } catch (error) {
@@ -588,7 +599,7 @@ function rtCompile(source) {
     }
     return cmErrorText(error);
   }
-}
+});
 
 // A program that does not parse. V8 tells where the error is (line, column) only in
 // its report of an exception that leaves the host's call uncaught, not on the error
@@ -608,7 +619,7 @@ function rtThrowSyntaxError() {
   rtFinish("SyntaxError: the program does not parse"); // not reached: it fails again
 }
 
-function rtStart(command) {
+const rtStart = (function rtStart(command) {
   if (rtStarted) return;
   rtStarted = true;
   rtAllowRemoteImages = command.allow_remote_images !== false;
@@ -673,11 +684,16 @@ function rtStart(command) {
   // `then` looks up `promise.constructor[Symbol.species]`, which the program may have
   // replaced by now (on `Promise.prototype` or `Promise`): pin it to the real Promise.
   rtObjectDefineProperty(promise, "constructor", { __proto__: null, value: RT_SPECIES });
-  rtReflectApply(rtPromiseThen, promise, [
-    () => rtFinish(null),
-    (error) => rtFinish(cmErrorText(error)),
-  ]);
-}
+  rtReflectApply(rtPromiseThen, promise, [rtFinishOk, rtFinishError]);
+});
+
+// The program's promise settled (named and compiled ahead, unlike an arrow in rtStart).
+const rtFinishOk = (function rtFinishOk() {
+  rtFinish(null);
+});
+const rtFinishError = (function rtFinishError(error) {
+  rtFinish(cmErrorText(error));
+});
 
 // ---------------------------------------------------------------------------
 // Commands from the host.
@@ -727,7 +743,7 @@ function rtDrain() {
 }
 
 // `this` is the batch's JSON text (a primitive string: the prelude is strict code).
-function rtRecv() {
+const rtRecv = (function rtRecv() {
   const json = this;
   const commands = rtReflectApply(rtJSONParse, undefined, [json]);
   for (let i = 0; i < commands.length; i++) {
@@ -755,7 +771,7 @@ function rtRecv() {
   if (commands.length === 0) rtFlush();
   if (rtSyntaxErrorSource !== null) rtThrowSyntaxError();
   return undefined;
-}
+});
 
 for (const name of ["console", "Atomics", "SharedArrayBuffer", "WebAssembly"]) {
   delete rtGlobal[name];
