@@ -773,6 +773,13 @@ class Cell:
             await self._isolate.terminate()
         await self._cancel_callbacks(notifications=True)
         self._finish_termination()
+        # Let whoever waits for ``Terminated`` run before the teardown starts closing
+        # the isolate: closing wakes a disposal thread (thread mode) and a refill of the
+        # warm pool, which would otherwise compete with it for the GIL and both cores
+        # (0.3 ms of B4). Two scheduler passes: trio runs a batch of runnable tasks in
+        # random order, and the waiter, rescheduled by the delivery, is in the first.
+        await trio.lowlevel.cancel_shielded_checkpoint()
+        await trio.lowlevel.cancel_shielded_checkpoint()
 
     def _finish_termination(self) -> None:
         items = (self._initial_yield or []) + self._take_buffer()
@@ -796,14 +803,6 @@ class Cell:
             self._finish_termination()
         if self.phase is not Phase.CLAIMED:
             self.phase = Phase.CLOSED
-        # Let whoever was just handed the cell's last event (``Completed``,
-        # ``Terminated``) run before closing the isolate: closing wakes a disposal
-        # thread (thread mode) and the warm pool's refill, which would otherwise compete
-        # with it for the GIL and both cores (0.3 ms of B4). Two scheduler passes: trio
-        # runs a batch of runnable tasks in random order, and the waiter, rescheduled by
-        # the delivery, is in the first.
-        await trio.lowlevel.cancel_shielded_checkpoint()
-        await trio.lowlevel.cancel_shielded_checkpoint()
         if self._isolate is not None:
             await self._isolate.close()
         await self._host.close_cell(self.id)
