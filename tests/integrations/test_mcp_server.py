@@ -317,7 +317,9 @@ async def test_cli_serves_streamable_http() -> None:
                 assert session.server_info is not None
                 assert session.server_info.name == "code-mode"
             process.send_signal(signal.SIGINT)
-        assert process.returncode == 130
+            while chunk := await process.stderr.receive_some():
+                received += chunk
+        assert process.returncode == 130, received.decode(errors="replace")[-30000:]
 
 
 def test_ctrl_c_is_an_interrupt_even_with_errors_it_caused_beside_it() -> None:

@@ -10,6 +10,7 @@ import argparse
 import importlib
 import logging
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -63,18 +64,44 @@ async def mcp_config_tools(path: str | os.PathLike[str]) -> AsyncIterator[list[N
         yield list(servers.tools)
 
 
-async def _serve(args: argparse.Namespace, tools: list[Any]) -> None:
-    configs = load_mcp_config(args.mcp_config) if args.mcp_config is not None else []
-    async with connect_mcp_servers(configs) as servers:
-        descriptions = dict(servers.namespace_descriptions)
-        server = CodeModeMcpServer([*tools, *servers.tools], namespace_descriptions=descriptions)
-        if args.http is None:
-            await server.serve_stdio()
-            return
-        host, port = parse_http_address(args.http)
-        async with trio.open_nursery() as nursery:
-            url = await nursery.start(server.serve_http, host, port)
-            print(f"code-mode: serving MCP (streamable HTTP) at {url}", file=sys.stderr, flush=True)
+async def _serve(args: argparse.Namespace, tools: list[Any]) -> bool:
+    """Serve until the client goes away (stdio) or Ctrl-C; ``True`` after Ctrl-C.
+
+    Ctrl-C is received as a signal and stops the server by cancellation, rather than
+    as trio's ``KeyboardInterrupt``: that is raised in whatever task runs when the
+    signal comes, and a task of the HTTP server may swallow it (hypercorn turns an
+    exception in a request handler into an error response)."""
+    interrupted = False
+    async with trio.open_nursery() as nursery:
+        with trio.open_signal_receiver(signal.SIGINT) as signals:
+
+            async def stop_on_ctrl_c() -> None:
+                nonlocal interrupted
+                async for _ in signals:
+                    interrupted = True
+                    nursery.cancel_scope.cancel()
+                    return
+
+            nursery.start_soon(stop_on_ctrl_c)
+            configs = load_mcp_config(args.mcp_config) if args.mcp_config is not None else []
+            async with connect_mcp_servers(configs) as servers:
+                descriptions = dict(servers.namespace_descriptions)
+                server = CodeModeMcpServer(
+                    [*tools, *servers.tools], namespace_descriptions=descriptions
+                )
+                if args.http is None:
+                    await server.serve_stdio()
+                else:
+                    host, port = parse_http_address(args.http)
+                    url = await nursery.start(server.serve_http, host, port)
+                    print(
+                        f"code-mode: serving MCP (streamable HTTP) at {url}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    await trio.sleep_forever()
+            nursery.cancel_scope.cancel()  # the stdio client went away: stop listening
+    return interrupted
 
 
 def serve_main(args: argparse.Namespace) -> int:
@@ -86,7 +113,8 @@ def serve_main(args: argparse.Namespace) -> int:
         tools = [tool for spec in args.tools or [] for tool in load_tools(spec)]
         if args.http is not None:
             parse_http_address(args.http)
-        trio.run(_serve, args, tools)
+        if trio.run(_serve, args, tools):
+            return 130  # Ctrl-C: a normal way to stop a server
     except (ValueError, OSError, McpConfigError, TypeError) as error:
         print(f"code-mode: {error}", file=sys.stderr)
         return 2
