@@ -27,6 +27,7 @@ observation receives it, and ``terminate()`` *claims* it instead of terminating
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import logging
 import math
@@ -76,6 +77,9 @@ from ._types import (
 logger = logging.getLogger("code_mode")
 
 ERROR_TRUNCATED_SUFFIX = "\n[code mode error truncated]"
+
+#: A tool's identifier, computed once per name (every cell's start checks them all).
+_identifier = functools.lru_cache(maxsize=4096)(normalize_identifier)
 
 #: Notifications of one cell with the delegate at once; later ones wait their turn.
 NOTIFY_CONCURRENCY = 16
@@ -285,7 +289,7 @@ class Cell:
             return []
         payload: list[dict[str, str]] = []
         for tool in self._request.enabled_tools:
-            ident = normalize_identifier(tool.name)
+            ident = _identifier(tool.name)
             other = self._tools.get(ident)
             if other is not None:
                 self._startup_error = (
@@ -637,6 +641,11 @@ class Cell:
         """Cancel in-flight tool calls (and notifications if asked), then give them
         ``callback_grace`` seconds to finish. One that ignores cancellation longer is
         abandoned: its result is dropped and it finishes in the session nursery."""
+        if not self._tool_scopes and not (notifications and self._notify_scopes):
+            # Nothing to cancel or wait for (a short cell): no cancel scope to open.
+            if notifications:
+                self._notify_queue.clear()
+            return
         for scope in list(self._tool_scopes.values()):
             scope.cancel()
         if notifications:

@@ -141,6 +141,16 @@ def _loads(text: str) -> Any:
     return _DECODER.decode(text)
 
 
+#: The same for encoding what goes to the isolate (tool results, commands):
+#: ``json.dumps(value, ensure_ascii=False, allow_nan=False)`` builds an encoder per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
+def dumps(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False, allow_nan=False)``, with one encoder."""
+    return _ENCODER.encode(value)
+
+
 def _string(message: dict[str, Any], key: str) -> str:
     value = message.get(key)
     if not isinstance(value, str):

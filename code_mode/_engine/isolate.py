@@ -16,6 +16,7 @@ to detect a pending frontier.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, Protocol
@@ -24,7 +25,7 @@ import trio
 
 from .._config import RuntimeConfig
 from ._backend import IsolateHandle, IsolateSource
-from ._bridge import EngineEvent, Finished, MessageValidator, Output, ProtocolViolation
+from ._bridge import EngineEvent, Finished, MessageValidator, Output, ProtocolViolation, dumps
 from ._native import FIRST_PROGRAM_TAG, TASK_ERROR, TASK_OK, TASK_OOM, TASK_TERMINATED
 from ._syntax_error import syntax_error_text
 
@@ -35,6 +36,26 @@ DRAIN = '[{"t":"drain"}]'
 #: sent, after its JavaScript was interrupted. A program spinning in its microtask
 #: queue never answers; it is then torn down without that last output.
 DRAIN_TIMEOUT = 0.05
+
+
+@functools.lru_cache(maxsize=64)
+def _start_settings(
+    allow_remote_images: bool,
+    max_stored_entries: int,
+    max_stored_bytes: int,
+    max_json_depth: int,
+    memory_limit_bytes: int,
+) -> str:
+    """The part of a start command that depends only on the configuration, as JSON
+    members: the same text for every cell of a session, encoded once."""
+    settings = {
+        "allow_remote_images": allow_remote_images,
+        "max_stored_entries": max_stored_entries,
+        "max_stored_bytes": max_stored_bytes,
+        "max_json_depth": max_json_depth,
+        "memory_limit_bytes": memory_limit_bytes,
+    }
+    return "," + dumps(settings)[1:-1]
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -134,18 +155,24 @@ class Isolate:
             tool_kinds={tool["ident"]: tool["kind"] for tool in tools},
             max_json_depth=self._config.max_json_depth,
         )
-        command = {
-            "t": "start",
-            "source": source,
-            "tools": tools,
-            "allow_remote_images": self._config.allow_remote_image_urls,
-            "max_stored_entries": self._config.max_stored_entries,
-            "max_stored_bytes": self._config.max_stored_bytes,
-            "max_json_depth": self._config.max_json_depth,
-            "memory_limit_bytes": self._config.memory_limit_bytes,
-        }
-        text = json.dumps(command, ensure_ascii=False, allow_nan=False)
-        self._send_text(text[:-1] + ',"stored":' + stored_json + "}")
+        config = self._config
+        settings = _start_settings(
+            config.allow_remote_image_urls,
+            config.max_stored_entries,
+            config.max_stored_bytes,
+            config.max_json_depth,
+            config.memory_limit_bytes,
+        )
+        self._send_text(
+            '{"t":"start","source":'
+            + dumps(source)
+            + ',"tools":'
+            + dumps(tools)
+            + settings
+            + ',"stored":'
+            + stored_json
+            + "}"
+        )
 
     async def terminate(self) -> None:
         """Interrupt the program at once (even ``while (true) {}``), then give the
@@ -201,7 +228,7 @@ class Isolate:
         self._send_text('{"t":"fire","id":' + str(int(timer_id)) + "}")
 
     def _send(self, command: dict[str, Any]) -> None:
-        self._send_text(json.dumps(command, ensure_ascii=False, allow_nan=False))
+        self._send_text(dumps(command))
 
     def _send_text(self, command: str) -> None:
         if self._closed or self._terminating or self._failed:
