@@ -477,6 +477,18 @@ class Cell:
         elif isinstance(event, Finished):
             self._finished = event
             self._wake.set()
+            if not (
+                self._tool_scopes
+                or self._notify_scopes
+                or self._cancel_notifications
+                or self._isolate is None
+            ):
+                # Nothing to wait for or cancel: complete here, in the report that
+                # says so, rather than one task switch later in the cell task (a
+                # short cell's latency). The cell task still runs the teardown.
+                self._timers.clear()
+                self._isolate.stop()
+                self._settle_completion()
 
     def on_engine_idle(self) -> None:
         if self.phase is not Phase.RUNNING or self._finished is not None or not self._started:
@@ -727,6 +739,12 @@ class Cell:
 
     async def _complete(self) -> None:
         """The program finished (or broke a limit): drain, commit, deliver."""
+        if self._completion is None:
+            await self._finish_program()
+        while self.phase is Phase.COMPLETED:
+            await self._sleep_until_next_deadline()
+
+    async def _finish_program(self) -> None:
         self._timers.clear()
         if self._isolate is not None:
             if self._failure is not None:
@@ -746,7 +764,12 @@ class Cell:
         if self._terminate_requested:
             await self._terminate()
             return
-        # 2. Commit the stored writes atomically with the transition to COMPLETED.
+        self._settle_completion()
+
+    def _settle_completion(self) -> None:
+        """Commit the stored writes atomically with the transition to COMPLETED, then
+        deliver the completion, or keep it buffered until someone observes or claims
+        it (synchronous: see :meth:`on_engine_event` for ``Finished``)."""
         if self._failure is not None:
             error_text: str | None = self._failure
         else:
@@ -759,11 +782,8 @@ class Cell:
             error_text = _truncate_error(error_text, self._config.max_error_text_bytes)
         self._completion = Completed(self._take_buffer(), error_text)
         self.phase = Phase.COMPLETED
-        # 3. Deliver it, or keep it buffered until someone observes or claims it.
         if self._observer is not None:
             self._deliver_completion(self._observer)
-        while self.phase is Phase.COMPLETED:
-            await self._sleep_until_next_deadline()
 
     async def _terminate(self) -> None:
         """Interrupt the program, cancel callbacks, hand out ``Terminated``."""
