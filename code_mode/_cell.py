@@ -167,6 +167,9 @@ class Cell:
             lambda _: self._start_scope.cancel()
         )
         self._tools: dict[str, ToolDefinition] = {}
+        self._tools_payload: list[dict[str, str]] | None = None  # once checked
+        # An isolate whose start command failed in start_now, and why: run closes it.
+        self._failed_start: tuple[Isolate, Exception] | None = None
 
         self._buffer: list[OutputItem] = []
         self._buffer_bytes = 0
@@ -229,10 +232,50 @@ class Cell:
         if failure is not None:
             raise failure
 
+    def start_now(self, stored_json: str) -> bool:
+        """Start the program at once, synchronously, when the engine has a warm
+        isolate ready: no task switch between the admission and the start command
+        (a short cell's latency). False when the cell task must do it (:meth:`run`):
+        no isolate ready, a request the cell refuses, or a start command that failed."""
+        tools_payload = self._check_request()
+        if self._startup_error is not None:
+            return False
+        isolate = Isolate(self._host.backend, self._config)
+        try:
+            if not isolate.take_ready():
+                return False
+        except Exception:
+            return False  # the cell task tries again, and reports what fails there
+        error = self._send_start(isolate, tools_payload, stored_json)
+        if error is not None:
+            self._failed_start = (isolate, error)
+            return False
+        self._start_outcome.deliver(None)
+        return True
+
+    def _send_start(
+        self, isolate: Isolate, tools_payload: list[dict[str, str]], stored_json: str
+    ) -> Exception | None:
+        """Post the start command; the error if that failed (the isolate is then the
+        caller's to close)."""
+        try:
+            isolate.start(
+                self, source=self._request.source, tools=tools_payload, stored_json=stored_json
+            )
+        except Exception as error:
+            return error
+        self._isolate = isolate
+        self._on_started()
+        return None
+
     async def _start(self, stored_json: str) -> bool:
         """Create the isolate and start the program, outside the registry lock (a
         worker process that does not answer must not hold up the session). False if
         the cell never started: V8 failed, or :meth:`wait_started` was abandoned."""
+        if self._start_outcome.delivered:
+            return True  # started by start_now
+        if self._failed_start is not None:
+            return await self._start_failed(*self._failed_start)
         tools_payload = self._check_request()
         isolate: Isolate | None = None
         failure: RuntimeFailure | None = None
@@ -251,21 +294,19 @@ class Cell:
                 self._start_outcome.deliver(failure)
             return False
         if isolate is not None:
-            try:
-                isolate.start(
-                    self, source=self._request.source, tools=tools_payload, stored_json=stored_json
-                )
-            except Exception as error:
-                # Never leave an isolate behind for a cell that was not admitted.
-                with trio.CancelScope(shield=True):
-                    await isolate.close()
-                if not self._start_outcome.abandoned:
-                    self._start_outcome.fail(error)
-                return False
-            self._isolate = isolate
-            self._on_started()
+            problem = self._send_start(isolate, tools_payload, stored_json)
+            if problem is not None:
+                return await self._start_failed(isolate, problem)
         self._start_outcome.deliver(None)
         return True
+
+    async def _start_failed(self, isolate: Isolate, error: Exception) -> bool:
+        # Never leave an isolate behind for a cell that was not admitted.
+        with trio.CancelScope(shield=True):
+            await isolate.close()
+        if not self._start_outcome.abandoned:
+            self._start_outcome.fail(error)
+        return False
 
     def _on_started(self) -> None:
         """The start command is on its way to an isolate that is created and idle, so
@@ -280,6 +321,13 @@ class Cell:
             self._arm(observer)
 
     def _check_request(self) -> list[dict[str, str]]:
+        """The tools as the start command lists them; sets ``_startup_error`` for a
+        request the cell refuses. Checked once (``start_now``, then maybe ``_start``)."""
+        if self._tools_payload is None:
+            self._tools_payload = self._tools_to_start()
+        return self._tools_payload
+
+    def _tools_to_start(self) -> list[dict[str, str]]:
         size = len(self._request.source.encode("utf-8", "surrogatepass"))
         if size > self._config.max_source_bytes:
             self._startup_error = (

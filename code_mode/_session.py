@@ -197,13 +197,19 @@ class SessionRuntime:
             observer = cell.admit(initial_mode)
             self._registry[cell_id] = cell
             self._publish_count()
+            # With a warm isolate ready the program starts right here, without
+            # waiting (so without a task switch before its start command).
+            started = cell.start_now(stored_json)
             assert self._nursery is not None
             self._nursery.start_soon(cell.run, stored_json, name=f"code_mode cell {cell_id}")
         finally:
             lock.release()
-        # The isolate is created outside the lock: a worker that does not answer holds
-        # up only this call, which its caller may cancel.
-        await cell.wait_started()
+        if started:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+        else:
+            # The isolate is created outside the lock: a worker that does not answer
+            # holds up only this call, which its caller may cancel.
+            await cell.wait_started()
         return StartedCell(cell_id, observer=observer)
 
     def _cell(self, cell_id: CellId) -> Cell | None:

@@ -116,6 +116,16 @@ class Isolate:
             max_message_chars=self._config.max_message_bytes,
         )
 
+    def take_ready(self) -> bool:
+        """Take a warm isolate if one is ready now, without waiting (then no
+        :meth:`create`); False when there is none."""
+        self._native = self._backend.take_ready_isolate(
+            self,
+            memory_limit_bytes=self._config.memory_limit_bytes,
+            max_message_chars=self._config.max_message_bytes,
+        )
+        return self._native is not None
+
     def _post(self, code: str) -> int:
         assert self._native is not None
         tag = self._next_tag
