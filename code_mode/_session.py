@@ -180,14 +180,7 @@ class SessionRuntime:
         cell_id = CellId(str(next(self._ids)))
         stored_json = self._stored_json
         lock = self._registry_lock
-        if lock.locked():
-            await lock.acquire()  # behind whoever holds it, in arrival order
-        else:
-            # Free: take it without the task switch `acquire` makes after taking it
-            # (one scheduler pass less on every cell's start; a cancelled caller
-            # still stops here, before anything is admitted).
-            await trio.lowlevel.checkpoint_if_cancelled()
-            lock.acquire_nowait()
+        await self._acquire_registry_lock()
         try:
             if self._closed:
                 raise ShuttingDown()
@@ -211,6 +204,18 @@ class SessionRuntime:
             # holds up only this call, which its caller may cancel.
             await cell.wait_started()
         return StartedCell(cell_id, observer=observer)
+
+    async def _acquire_registry_lock(self) -> None:
+        """``self._registry_lock.acquire()``, without the task switch ``acquire``
+        makes after taking a free lock (one scheduler pass less for each cell's start
+        and close). A held lock is queued on as before, so admissions and shutdown
+        keep their arrival order; a cancelled caller still stops here."""
+        lock = self._registry_lock
+        if lock.locked():
+            await lock.acquire()
+        else:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            lock.acquire_nowait()
 
     def _cell(self, cell_id: CellId) -> Cell | None:
         """The live cell ``cell_id``, if any (a seam for tests)."""
@@ -292,8 +297,9 @@ class SessionRuntime:
         self._publish_count()
 
     async def _close_cell(self, cell_id: CellId) -> None:
-        async with self._registry_lock:
-            self._registry[cell_id] = _CLOSING
+        await self._acquire_registry_lock()
+        self._registry[cell_id] = _CLOSING
+        self._registry_lock.release()
         try:
             await self._delegate.cell_closed(cell_id)
         except Exception as error:
@@ -302,6 +308,7 @@ class SessionRuntime:
                 cell_id,
                 describe_exception(error),
             )
-        async with self._registry_lock:
-            self._registry.pop(cell_id, None)
-            self._publish_count()
+        await self._acquire_registry_lock()
+        self._registry.pop(cell_id, None)
+        self._publish_count()
+        self._registry_lock.release()
