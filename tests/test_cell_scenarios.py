@@ -376,6 +376,29 @@ async def test_16_terminate_interrupts_code_that_never_yields(source: str, isola
             assert await runtime.terminate(started.cell_id) == Terminated([])
 
 
+async def test_output_still_queued_in_the_isolate_is_handed_over_by_terminate(
+    isolation: str,
+) -> None:
+    """Output the runtime queued but could not send yet (its flush failed at the edge
+    of the stack) is handed over when the spinning program is terminated: terminate
+    skips the drain only when the isolate reports that nothing is queued."""
+    source = """
+    let done = false;
+    function deep() {
+      try { deep(); } catch {}
+      if (!done) { try { text("edge"); done = true; } catch {} }
+    }
+    deep();
+    while (true) {}
+    """
+    async with SessionRuntime(GateDelegate(), config(isolation)) as runtime:
+        started = await runtime.execute(request(source), YieldAfter(0.05))
+        # Not sent while the program ran: it was still in the isolate's queue.
+        assert await started.initial_event() == Yielded([])
+        with trio.fail_after(SAFETY):
+            assert await runtime.terminate(started.cell_id) == Terminated([Text("edge")])
+
+
 async def test_a_nested_call_that_never_returns_cannot_delay_a_yield(isolation: str) -> None:
     delegate = GateDelegate()
     async with SessionRuntime(delegate, config(isolation)) as runtime:

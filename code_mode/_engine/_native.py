@@ -56,6 +56,15 @@ FIRST_PROGRAM_TAG: Final = 1024
 #: An empty batch of commands: the idleness probe (see :meth:`NativeIsolate.post`).
 PROBE: Final = "[]"
 
+#: Layout of the runtime's outgoing buffer (``js/runtime.js``): int32 code units in
+#: this chunk, int32 chunk index, int32 *queued* flag, padding, then the UTF-16 units.
+_QUEUED_OFFSET: Final = 8
+_UNITS_OFFSET: Final = 16
+
+#: The ``detail`` of an ``ok`` or ``terminated`` report when the runtime's queue may
+#: still hold output (only a drain would hand it over); ``""`` when it holds none.
+QUEUED: Final = "queued"
+
 TASK_OK: Final = "ok"
 TASK_ERROR: Final = "error"
 TASK_OOM: Final = "oom"
@@ -69,12 +78,18 @@ TASK_TERMINATED: Final = "terminated"
 #: warm pool, so a cell does not pay for compiling its start path, and the rest of the
 #: runtime is only pre-parsed. (``--no-lazy`` did the former by compiling every
 #: function of the prelude: about 1 ms of CPU more per isolate.)
+#: ``--no-maglev`` leaves out V8's mid-tier optimising compiler (code still goes from
+#: the interpreter through Sparkplug to TurboFan). With ``--single-threaded`` V8
+#: compiles on the isolate's own thread, and a program interrupted in a loop that
+#: Maglev compiled (on-stack replacement) took 0.3-1.4 ms to stop instead of 0.1-0.3
+#: ms: most of ``terminate()``'s time. No measurable cost on tool calls, a cell's
+#: start, or compute-heavy programs (see docs/performance.md, optimisation 23).
 #: ``--expose-gc-as`` gives the runtime a way to force a full collection before it fails
 #: a cell for its ArrayBuffer memory (``js/buffers.js``); the function is a global of
 #: every context of the process, which the runtime keeps and replaces with ``undefined``
 #: before a program runs. Without it (another user of mini-racer initialised V8 first),
 #: buffers are credited back only after collections V8 makes on its own.
-V8_FLAGS = ("--single-threaded", "--expose-gc-as=__code_mode_gc")
+V8_FLAGS = ("--single-threaded", "--no-maglev", "--expose-gc-as=__code_mode_gc")
 
 _dll: Any = None
 _dll_lock = threading.Lock()
@@ -108,6 +123,38 @@ def _library() -> Any:
                 _pkeys.record_initial_rights()
         _pkeys.adopt_v8_rights()
         return _dll
+
+
+#: Functions of mini-racer's C API that only take a short internal lock (the value
+#: registry, the task queue) or read a flag, and never wait for JavaScript or for a
+#: thread that may hold the GIL (mini-racer calls back into Python outside its locks).
+_HELD_FUNCTIONS: Final = (
+    "mr_alloc_string_val",
+    "mr_call_function",
+    "mr_free_value",
+    "mr_hard_memory_limit_reached",
+)
+_held: Any = None
+
+
+def _held_library() -> Any:
+    """The functions of :data:`_HELD_FUNCTIONS`, called *without* letting go of the
+    GIL (``ctypes.PyDLL``; ``ctypes.CDLL`` releases and re-acquires it around every
+    call). They run on the hot path of every tool call, a few per call on the trio
+    thread and inside the isolate thread's callbacks, and take microseconds: letting
+    go of the GIL there only invited the other thread to take it, and then waiting
+    for it back (a hand-over, often a wake-up, per call)."""
+    global _held
+    dll = _library()
+    with _dll_lock:
+        if _held is None:
+            held = ctypes.PyDLL(dll._name, handle=dll._handle)
+            for name in _HELD_FUNCTIONS:
+                function, original = getattr(held, name), getattr(dll, name)
+                function.argtypes = original.argtypes
+                function.restype = original.restype
+            _held = held
+        return _held
 
 
 def initialise_v8() -> None:
@@ -146,6 +193,7 @@ class NativeIsolate:
         on_task: TaskSink,
     ) -> None:
         self._dll = _library()
+        self._held = _held_library()
         self._on_batch = on_batch
         self._on_task = on_task
         self._max_message_chars = max_message_chars
@@ -258,16 +306,16 @@ class NativeIsolate:
         _pkeys.adopt_v8_rights()
         if quiet:
             self._quiet.add(tag)
-        handle = self._string_value(commands)
+        data = commands.encode("utf-8")
+        held = self._held
+        handle = held.mr_alloc_string_val(self._ctx, data, len(data), _TYPE_STR)
         self._tasks[tag] = int(
-            self._dll.mr_call_function(self._ctx, self._recv, handle, self._argv, tag)
+            held.mr_call_function(self._ctx, self._recv, handle, self._argv, tag)
         )
-        self._dll.mr_free_value(self._ctx, handle)
+        held.mr_free_value(self._ctx, handle)
         if probe is not None:
             self._tasks[probe] = int(
-                self._dll.mr_call_function(
-                    self._ctx, self._recv, self._probe_text, self._argv, probe
-                )
+                held.mr_call_function(self._ctx, self._recv, self._probe_text, self._argv, probe)
             )
 
     def cancel(self, tag: int) -> None:
@@ -295,7 +343,7 @@ class NativeIsolate:
         try:
             if callback_id in (_BELL_MORE, _BELL_END):
                 self._on_bell(callback_id == _BELL_END)
-                self._dll.mr_free_value(self._ctx, raw)
+                self._held.mr_free_value(self._ctx, raw)
             else:
                 self._on_result(callback_id, raw)
         except BaseException:  # pragma: no cover - defensive
@@ -319,7 +367,7 @@ class NativeIsolate:
                 self._oversized = True
                 self._chunks.clear()
             else:
-                raw = ctypes.string_at(address + 8, 2 * count)
+                raw = ctypes.string_at(address + _UNITS_OFFSET, 2 * count)
                 self._chunks.append(raw.decode("utf-16-le", "replace"))
         if last:
             text = None if self._oversized else "".join(self._chunks)
@@ -327,6 +375,13 @@ class NativeIsolate:
             self._chunk_chars = 0
             self._oversized = False
             self._on_batch(text)
+
+    def _output_queued(self) -> bool:
+        """Whether the runtime's queue may hold output. Read on the isolate thread when
+        an evaluation ended, so no JavaScript runs meanwhile (a plain memory read: no
+        native call, the GIL is kept)."""
+        address = self._buffer_address
+        return bool(address) and ctypes.c_int32.from_address(address + _QUEUED_OFFSET).value != 0
 
     def _on_result(self, tag: int, raw: Any) -> None:
         contents = raw.contents
@@ -355,7 +410,7 @@ class NativeIsolate:
             detail = contents.value.bytes_val[0 : contents.len].decode("utf-8", "replace")
         else:
             outcome = TASK_OK
-        self._dll.mr_free_value(self._ctx, raw)
+        self._held.mr_free_value(self._ctx, raw)
         if outcome == TASK_OK and tag in self._quiet:
             # Not reported. The memory-limit flag is sticky, so the report that implies
             # this success (the probe's) also tells whether the limit was reached: one
@@ -363,9 +418,11 @@ class NativeIsolate:
             # of the GIL and may have to wait for it again.
             self._quiet.discard(tag)
             return
-        if outcome != TASK_OOM and self._dll.mr_hard_memory_limit_reached(self._ctx):
+        if outcome != TASK_OOM and self._held.mr_hard_memory_limit_reached(self._ctx):
             outcome = TASK_OOM
         self._quiet.discard(tag)  # a failure is reported, quiet or not
+        if outcome in (TASK_OK, TASK_TERMINATED) and self._output_queued():
+            detail = QUEUED
         self._on_task(tag, outcome, detail)
 
     # -- teardown (blocking) ----------------------------------------------------

@@ -26,7 +26,14 @@ import trio
 from .._config import RuntimeConfig
 from ._backend import IsolateHandle, IsolateSource
 from ._bridge import EngineEvent, Finished, MessageValidator, Output, ProtocolViolation, dumps
-from ._native import FIRST_PROGRAM_TAG, TASK_ERROR, TASK_OK, TASK_OOM, TASK_TERMINATED
+from ._native import (
+    FIRST_PROGRAM_TAG,
+    QUEUED,
+    TASK_ERROR,
+    TASK_OK,
+    TASK_OOM,
+    TASK_TERMINATED,
+)
 from ._syntax_error import syntax_error_text
 
 #: The last call on an interrupted isolate: flush only the output it had queued.
@@ -102,6 +109,10 @@ class Isolate:
         self._terminating = False
         self._drained: trio.Event | None = None
         self._drain_tag = -1
+        self._unconfirmed = False  # interrupted, terminate() has not waited yet
+        # The last report said the runtime's queue held no output, and nothing has
+        # been posted since (see terminate()).
+        self._clean = False
         self._failed = False
         self._closed = False
         self._source = ""
@@ -131,6 +142,7 @@ class Isolate:
         tag = self._next_tag
         self._next_tag += 1
         self._in_flight.add(tag)
+        self._clean = False
         self._native.post(code, tag)
         return tag
 
@@ -142,6 +154,7 @@ class Isolate:
         self._next_tag += 2
         self._quiet_in_flight.add(tag)
         self._in_flight.add(tag + 1)
+        self._clean = False
         self._native.post(code, tag, quiet=True, probe=tag + 1)
 
     def _cancel_all(self, native: IsolateHandle) -> None:
@@ -184,15 +197,38 @@ class Isolate:
             + "}"
         )
 
+    def interrupt(self) -> None:
+        """Interrupt the program now (even ``while (true) {}``); :meth:`terminate`
+        then waits for the isolate to confirm. Synchronous, so that whoever asks for
+        the termination reaches V8 without waiting for the cell's task to run."""
+        interrupted = bool(self._in_flight or self._quiet_in_flight)
+        if self._interrupt():
+            self._unconfirmed = True
+            if interrupted:
+                self._drained = trio.Event()  # set by the first report from now on
+
     async def terminate(self) -> None:
-        """Interrupt the program at once (even ``while (true) {}``), then give the
-        isolate a moment to hand over output it had queued."""
-        if not self._interrupt():
+        """Interrupt the program (see :meth:`interrupt`), then give the isolate a
+        moment to hand over output it had queued.
+
+        Every report of an evaluation says whether the runtime's queue may still hold
+        output (:data:`QUEUED`), read when the JavaScript had stopped. The drain (one
+        more evaluation and report) is posted only when it may: so terminating a
+        program that printed nothing since its last flush waits for one report, the
+        first one of an evaluation it interrupted (any other cancelled evaluation
+        behind it is skipped, without running JavaScript)."""
+        self.interrupt()
+        if not self._unconfirmed:
             return
-        self._drained = trio.Event()
-        self._drain_tag = self._post(DRAIN)
+        self._unconfirmed = False
         with trio.move_on_after(DRAIN_TIMEOUT):
-            await self._drained.wait()
+            if self._drained is not None:
+                await self._drained.wait()
+            if not self._clean and self._native is not None and not self._closed:
+                # (No native handle: the isolate's worker died meanwhile, see on_crash.)
+                self._drained = trio.Event()
+                self._drain_tag = self._post(DRAIN)
+                await self._drained.wait()
 
     def stop(self) -> None:
         """The program finished: interrupt anything it left running (a program may
@@ -314,12 +350,17 @@ class Isolate:
         if outcome == TASK_OK:
             # Every command posted before this probe has run.
             self._quiet_in_flight = {quiet for quiet in self._quiet_in_flight if quiet > tag}
+        self._clean = outcome in (TASK_OK, TASK_TERMINATED) and detail != QUEUED
         if self._closed:
             return
-        if tag == self._drain_tag and self._drained is not None:
-            self._drained.set()
+        if self._terminating:
+            # Awaited by terminate(): the first report after the interrupt (the
+            # JavaScript has stopped, and whether it left output queued is known),
+            # then, if needed, the drain's.
+            if self._drained is not None and self._drain_tag in (-1, tag):
+                self._drained.set()
             return
-        if self._terminating or self._failed:
+        if self._failed:
             return
         if outcome == TASK_OOM:
             self._fail(

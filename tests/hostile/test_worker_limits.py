@@ -17,8 +17,10 @@ from collections.abc import Iterator
 
 import pytest
 import trio
+import trio.testing
 
 from code_mode import Completed, SessionRuntime, Terminated, Text, YieldAfter, Yielded
+from code_mode._engine import isolate as isolate_module
 
 from ..helpers import SAFETY, GateDelegate, config, engine, request
 
@@ -168,3 +170,32 @@ async def test_a_stuck_disposal_delays_no_other_cell(isolation: str) -> None:
         with trio.fail_after(SAFETY):
             for worker in workers:  # only the stuck isolate is left there: killed
                 await worker.exited.wait()
+
+
+async def test_terminate_answers_when_the_worker_dies_before_confirming(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``terminate()`` waits for the isolate to confirm the interrupt (and to say
+    whether output is queued); a worker that dies meanwhile ends that wait, and no
+    drain is posted to the dead isolate: ``Terminated`` still arrives."""
+    monkeypatch.setattr(isolate_module, "DRAIN_TIMEOUT", SAFETY)  # only the death ends it
+    with trio.fail_after(3 * SAFETY):
+        async with (
+            engine("process", worker_processes=1) as eng,
+            SessionRuntime(GateDelegate(), engine=eng) as runtime,
+        ):
+            started = await runtime.execute(request("while (true) {}"), YieldAfter(0.01))
+            assert await started.initial_event() == Yielded([])
+            (pid,) = eng.worker_pids()
+            results: list[object] = []
+
+            async def terminate() -> None:
+                results.append(await runtime.terminate(started.cell_id))
+
+            os.kill(pid, signal.SIGSTOP)  # the interrupt is never confirmed
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(terminate)
+                await trio.testing.wait_all_tasks_blocked()
+                assert results == []
+                os.kill(pid, signal.SIGKILL)
+            assert results == [Terminated([])]

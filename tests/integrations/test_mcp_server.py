@@ -29,6 +29,7 @@ from mcp_support import (
 
 from code_mode import RuntimeConfig
 from code_mode.integrations.mcp import CodeModeMcpServer
+from code_mode.integrations.mcp._cli import _interrupted
 
 
 def texts(result: types.CallToolResult) -> list[str]:
@@ -317,3 +318,15 @@ async def test_cli_serves_streamable_http() -> None:
                 assert session.server_info.name == "code-mode"
             process.send_signal(signal.SIGINT)
         assert process.returncode == 130
+
+
+def test_ctrl_c_is_an_interrupt_even_with_errors_it_caused_beside_it() -> None:
+    # Seen in CI-like runs: Ctrl-C came while the HTTP server was sending a response,
+    # and the server's failure to answer arrived in the same exception group.
+    caused = RuntimeError("can't send the error response: the response has started")
+    assert _interrupted(KeyboardInterrupt())
+    assert _interrupted(BaseExceptionGroup("stopping", [KeyboardInterrupt(), caused]))
+    nested = BaseExceptionGroup("outer", [BaseExceptionGroup("inner", [KeyboardInterrupt()])])
+    assert _interrupted(nested)
+    assert not _interrupted(ExceptionGroup("crashed", [caused]))
+    assert not _interrupted(caused)

@@ -83,9 +83,15 @@ const RT_SPECIES = rtObjectFreeze({ __proto__: null, [Symbol.species]: Promise }
 
 const RT_STARTED = '{"t":"started"}';
 const RT_CHUNK = 32768; // UTF-16 code units per doorbell
-const rtBuffer = new rtArrayBuffer(8 + 2 * RT_CHUNK);
-const rtHeader = new rtInt32Array(rtBuffer, 0, 2);
-const rtUnits = new rtUint16Array(rtBuffer, 8);
+const rtBuffer = new rtArrayBuffer(16 + 2 * RT_CHUNK);
+const rtHeader = new rtInt32Array(rtBuffer, 0, 4);
+const rtUnits = new rtUint16Array(rtBuffer, 16);
+// rtHeader[2] is 1 while the queue may hold a message other than `started`, i.e.
+// something a drain would hand over. The host reads it when an evaluation of ours
+// ends (the JavaScript is stopped then): a terminated program whose flag is 0 needs
+// no drain. It is set before such a message is queued and cleared only after a queue
+// was sent or dropped, so it may say 1 for nothing, never 0 for something.
+const RT_QUEUED = 2;
 // Queued characters that force a flush: a batch is one message or at most this much,
 // so batching never makes the host see a "message" bigger than any single one.
 const RT_FLUSH_CHARS = RT_CHUNK;
@@ -101,7 +107,8 @@ let rtQueue = rtNewQueue();
 let rtQueueChars = 0;
 
 // Header: [0] = code units in this chunk, [1] = chunk index within the batch (0 starts
-// a new batch, so a batch cut short by termination is discarded by the host).
+// a new batch, so a batch cut short by termination is discarded by the host), [2] =
+// RT_QUEUED (see above).
 const rtWrite = (function rtWrite(s) {
   const length = s.length;
   let offset = 0;
@@ -133,6 +140,7 @@ const rtFlush = (function rtFlush() {
   rtWrite("[" + rtReflectApply(rtArrayJoin, rtQueue, [","]) + "]");
   rtQueue = fresh;
   rtQueueChars = 0;
+  rtHeader[RT_QUEUED] = 0;
 });
 
 // Queues one message (already JSON text); a flush sends the queue as one batch.
@@ -144,6 +152,7 @@ const rtEnqueue = (function rtEnqueue(json) {
       // Out of stack: the queue is kept (and sent with this message), as before.
     }
   }
+  if (json !== RT_STARTED) rtHeader[RT_QUEUED] = 1;
   rtReflectApply(rtArrayPush, rtQueue, [json]);
   rtQueueChars += json.length;
 });
@@ -729,6 +738,7 @@ function rtDrain() {
   } else {
     rtQueue = rtNewQueue();
     rtQueueChars = 0;
+    rtHeader[RT_QUEUED] = 0;
   }
 }
 

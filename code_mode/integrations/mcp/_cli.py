@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -22,6 +23,8 @@ from ._config import McpConfigError, connect_mcp_servers, load_mcp_config
 from ._server import CodeModeMcpServer
 
 __all__ = ["load_tools", "mcp_config_tools", "parse_http_address", "serve_main"]
+
+logger = logging.getLogger("code_mode.mcp")
 
 
 def load_tools(spec: str) -> list[Any]:
@@ -95,8 +98,16 @@ def serve_main(args: argparse.Namespace) -> int:
 
 
 def _interrupted(error: BaseException) -> bool:
-    """Whether ``error`` is a ``KeyboardInterrupt``, possibly inside exception groups
-    (it reaches ``trio.run`` through the server's nurseries)."""
+    """Whether ``error`` is, or holds, a ``KeyboardInterrupt`` (it reaches ``trio.run``
+    through the server's nurseries, in exception groups). Errors beside it are what
+    stopping did to work in flight (e.g. the HTTP server failing to answer a request
+    it was sending when Ctrl-C came): the user asked to stop, so they are logged, not
+    raised."""
     if isinstance(error, BaseExceptionGroup):
-        return error.split(KeyboardInterrupt)[1] is None
+        interrupts, others = error.split(KeyboardInterrupt)
+        if interrupts is None:
+            return False
+        if others is not None:
+            logger.debug("errors while stopping on Ctrl-C", exc_info=others)
+        return True
     return isinstance(error, KeyboardInterrupt)
