@@ -27,6 +27,7 @@ observation receives it, and ``terminate()`` *claims* it instead of terminating
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 import math
 from collections import deque
@@ -76,6 +77,9 @@ from ._types import (
 logger = logging.getLogger("code_mode")
 
 ERROR_TRUNCATED_SUFFIX = "\n[code mode error truncated]"
+
+#: A tool's identifier, computed once per name (every cell's start checks them all).
+_identifier = functools.lru_cache(maxsize=4096)(normalize_identifier)
 
 #: Notifications of one cell with the delegate at once; later ones wait their turn.
 NOTIFY_CONCURRENCY = 16
@@ -163,6 +167,9 @@ class Cell:
             lambda _: self._start_scope.cancel()
         )
         self._tools: dict[str, ToolDefinition] = {}
+        self._tools_payload: list[dict[str, str]] | None = None  # once checked
+        # An isolate whose start command failed in start_now, and why: run closes it.
+        self._failed_start: tuple[Isolate, Exception] | None = None
 
         self._buffer: list[OutputItem] = []
         self._buffer_bytes = 0
@@ -225,10 +232,50 @@ class Cell:
         if failure is not None:
             raise failure
 
+    def start_now(self, stored_json: str) -> bool:
+        """Start the program at once, synchronously, when the engine has a warm
+        isolate ready: no task switch between the admission and the start command
+        (a short cell's latency). False when the cell task must do it (:meth:`run`):
+        no isolate ready, a request the cell refuses, or a start command that failed."""
+        tools_payload = self._check_request()
+        if self._startup_error is not None:
+            return False
+        isolate = Isolate(self._host.backend, self._config)
+        try:
+            if not isolate.take_ready():
+                return False
+        except Exception:
+            return False  # the cell task tries again, and reports what fails there
+        error = self._send_start(isolate, tools_payload, stored_json)
+        if error is not None:
+            self._failed_start = (isolate, error)
+            return False
+        self._start_outcome.deliver(None)
+        return True
+
+    def _send_start(
+        self, isolate: Isolate, tools_payload: list[dict[str, str]], stored_json: str
+    ) -> Exception | None:
+        """Post the start command; the error if that failed (the isolate is then the
+        caller's to close)."""
+        try:
+            isolate.start(
+                self, source=self._request.source, tools=tools_payload, stored_json=stored_json
+            )
+        except Exception as error:
+            return error
+        self._isolate = isolate
+        self._on_started()
+        return None
+
     async def _start(self, stored_json: str) -> bool:
         """Create the isolate and start the program, outside the registry lock (a
         worker process that does not answer must not hold up the session). False if
         the cell never started: V8 failed, or :meth:`wait_started` was abandoned."""
+        if self._start_outcome.delivered:
+            return True  # started by start_now
+        if self._failed_start is not None:
+            return await self._start_failed(*self._failed_start)
         tools_payload = self._check_request()
         isolate: Isolate | None = None
         failure: RuntimeFailure | None = None
@@ -247,21 +294,19 @@ class Cell:
                 self._start_outcome.deliver(failure)
             return False
         if isolate is not None:
-            try:
-                isolate.start(
-                    self, source=self._request.source, tools=tools_payload, stored_json=stored_json
-                )
-            except Exception as error:
-                # Never leave an isolate behind for a cell that was not admitted.
-                with trio.CancelScope(shield=True):
-                    await isolate.close()
-                if not self._start_outcome.abandoned:
-                    self._start_outcome.fail(error)
-                return False
-            self._isolate = isolate
-            self._on_started()
+            problem = self._send_start(isolate, tools_payload, stored_json)
+            if problem is not None:
+                return await self._start_failed(isolate, problem)
         self._start_outcome.deliver(None)
         return True
+
+    async def _start_failed(self, isolate: Isolate, error: Exception) -> bool:
+        # Never leave an isolate behind for a cell that was not admitted.
+        with trio.CancelScope(shield=True):
+            await isolate.close()
+        if not self._start_outcome.abandoned:
+            self._start_outcome.fail(error)
+        return False
 
     def _on_started(self) -> None:
         """The start command is on its way to an isolate that is created and idle, so
@@ -276,6 +321,13 @@ class Cell:
             self._arm(observer)
 
     def _check_request(self) -> list[dict[str, str]]:
+        """The tools as the start command lists them; sets ``_startup_error`` for a
+        request the cell refuses. Checked once (``start_now``, then maybe ``_start``)."""
+        if self._tools_payload is None:
+            self._tools_payload = self._tools_to_start()
+        return self._tools_payload
+
+    def _tools_to_start(self) -> list[dict[str, str]]:
         size = len(self._request.source.encode("utf-8", "surrogatepass"))
         if size > self._config.max_source_bytes:
             self._startup_error = (
@@ -285,7 +337,7 @@ class Cell:
             return []
         payload: list[dict[str, str]] = []
         for tool in self._request.enabled_tools:
-            ident = normalize_identifier(tool.name)
+            ident = _identifier(tool.name)
             other = self._tools.get(ident)
             if other is not None:
                 self._startup_error = (
@@ -482,6 +534,18 @@ class Cell:
         elif isinstance(event, Finished):
             self._finished = event
             self._wake.set()
+            if not (
+                self._tool_scopes
+                or self._notify_scopes
+                or self._cancel_notifications
+                or self._isolate is None
+            ):
+                # Nothing to wait for or cancel: complete here, in the report that
+                # says so, rather than one task switch later in the cell task (a
+                # short cell's latency). The cell task still runs the teardown.
+                self._timers.clear()
+                self._isolate.stop()
+                self._settle_completion()
 
     def on_engine_idle(self) -> None:
         if self.phase is not Phase.RUNNING or self._finished is not None or not self._started:
@@ -646,6 +710,11 @@ class Cell:
         """Cancel in-flight tool calls (and notifications if asked), then give them
         ``callback_grace`` seconds to finish. One that ignores cancellation longer is
         abandoned: its result is dropped and it finishes in the session nursery."""
+        if not self._tool_scopes and not (notifications and self._notify_scopes):
+            # Nothing to cancel or wait for (a short cell): no cancel scope to open.
+            if notifications:
+                self._notify_queue.clear()
+            return
         for scope in list(self._tool_scopes.values()):
             scope.cancel()
         if notifications:
@@ -727,6 +796,12 @@ class Cell:
 
     async def _complete(self) -> None:
         """The program finished (or broke a limit): drain, commit, deliver."""
+        if self._completion is None:
+            await self._finish_program()
+        while self.phase is Phase.COMPLETED:
+            await self._sleep_until_next_deadline()
+
+    async def _finish_program(self) -> None:
         self._timers.clear()
         if self._isolate is not None:
             if self._failure is not None:
@@ -746,7 +821,12 @@ class Cell:
         if self._terminate_requested:
             await self._terminate()
             return
-        # 2. Commit the stored writes atomically with the transition to COMPLETED.
+        self._settle_completion()
+
+    def _settle_completion(self) -> None:
+        """Commit the stored writes atomically with the transition to COMPLETED, then
+        deliver the completion, or keep it buffered until someone observes or claims
+        it (synchronous: see :meth:`on_engine_event` for ``Finished``)."""
         if self._failure is not None:
             error_text: str | None = self._failure
         else:
@@ -759,11 +839,8 @@ class Cell:
             error_text = _truncate_error(error_text, self._config.max_error_text_bytes)
         self._completion = Completed(self._take_buffer(), error_text)
         self.phase = Phase.COMPLETED
-        # 3. Deliver it, or keep it buffered until someone observes or claims it.
         if self._observer is not None:
             self._deliver_completion(self._observer)
-        while self.phase is Phase.COMPLETED:
-            await self._sleep_until_next_deadline()
 
     async def _terminate(self) -> None:
         """Interrupt the program, cancel callbacks, hand out ``Terminated``."""

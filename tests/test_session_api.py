@@ -29,6 +29,7 @@ from code_mode import (
     Yielded,
 )
 from code_mode._engine import _native, _process
+from code_mode._engine.isolate import Isolate
 
 from .helpers import SAFETY, GateDelegate, config, engine, request
 
@@ -219,6 +220,45 @@ async def test_a_start_failure_is_a_runtime_failure(monkeypatch: pytest.MonkeyPa
             await runtime.execute(request("1"), YieldAfter(1))
         assert str(raised.value) == "failed to initialize code mode runtime"
         assert runtime.is_alive()
+
+
+async def test_a_start_command_failing_on_a_warm_isolate_is_raised_by_execute(
+    isolation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a warm isolate ready, execute starts the program in the caller's own task
+    (no task switch before the start command); a start that fails there is still
+    raised by execute, the isolate is closed, and no cell is left behind."""
+    callers: list[trio.lowlevel.Task] = []
+    closed: list[Isolate] = []
+    original_close = Isolate.close
+
+    def failing_start(self: Isolate, *args: object, **kwargs: object) -> None:
+        callers.append(trio.lowlevel.current_task())
+        raise ValueError("no start")
+
+    async def recording_close(self: Isolate) -> None:
+        closed.append(self)
+        await original_close(self)
+
+    async with (
+        engine(isolation, warm_isolates=1) as own_engine,
+        SessionRuntime(GateDelegate(), config(isolation), engine=own_engine) as runtime,
+    ):
+        warm = own_engine._warm
+        assert warm is not None
+        with trio.fail_after(SAFETY):
+            while not warm._ready:  # until the pool holds an isolate built ahead
+                await warm._fill_done.wait()
+        monkeypatch.setattr(Isolate, "start", failing_start)
+        monkeypatch.setattr(Isolate, "close", recording_close)
+        with pytest.raises(ValueError, match="no start"):
+            await runtime.execute(request('text("x")'), YieldAfter(60))
+        assert callers == [trio.lowlevel.current_task()]
+        assert len(closed) == 1
+        assert runtime._cell(CellId("1")) is None
+        monkeypatch.undo()
+        started = await runtime.execute(request('text("next")'), YieldAfter(60))
+        assert await started.initial_event() == Completed([Text("next")])
 
 
 async def test_a_worker_that_cannot_start_is_a_runtime_failure(

@@ -66,6 +66,13 @@ class IsolateSource(Protocol):
         """A new isolate with the prelude installed; raises ``NativeIsolateError``."""
         ...
 
+    def take_ready_isolate(
+        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
+    ) -> IsolateHandle | None:
+        """A warm isolate if one is ready now (taken without waiting, so a cell can
+        start without a task switch), or None: then :meth:`create_isolate`."""
+        ...
+
 
 class IsolateBackend(IsolateSource, Protocol):
     """Creates isolates, and has resources of its own to release."""
@@ -163,6 +170,11 @@ class ThreadBackend:
         async with self._creating:
             native = await self._worker.run(build)
         return _ThreadIsolate(native, self._disposer)
+
+    def take_ready_isolate(
+        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
+    ) -> IsolateHandle | None:
+        return None  # nothing is built ahead here (see WarmIsolates)
 
     async def aclose(self) -> None:
         return None
@@ -327,26 +339,9 @@ class WarmIsolates:
     ) -> IsolateHandle:
         waited = False
         while True:
-            while self._ready:
-                slot, handle = self._ready.pop(0)
-                if slot.crashed:
-                    continue
-                if (memory_limit_bytes, max_message_chars) != (
-                    self._memory_limit_bytes,
-                    self._max_message_chars,
-                ):
-                    handle.set_limits(memory_limit_bytes, max_message_chars)
-                slot.target = sink
-                self._taken += 1
-                # Cells that find the pool empty come faster than isolates are built
-                # (say, back to back): then the replacement is built at once, beside
-                # this cell, rather than after it; waiting would only make the next
-                # cell wait longer.
-                if waited:
-                    self.refill(burst=True)
-                else:
-                    self.refill(after=slot)
-                return _TakenIsolate(handle, slot)
+            taken = self._take(sink, memory_limit_bytes, max_message_chars, waited=waited)
+            if taken is not None:
+                return taken
             if not self._filling or self._closed:
                 break
             # A replacement is on its way: build it now and take it, rather than
@@ -359,6 +354,36 @@ class WarmIsolates:
         )
         self.refill(burst=True)
         return handle
+
+    def take_ready_isolate(
+        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
+    ) -> IsolateHandle | None:
+        return self._take(sink, memory_limit_bytes, max_message_chars, waited=False)
+
+    def _take(
+        self, sink: IsolateSink, memory_limit_bytes: int, max_message_chars: int, *, waited: bool
+    ) -> IsolateHandle | None:
+        while self._ready:
+            slot, handle = self._ready.pop(0)
+            if slot.crashed:
+                continue
+            if (memory_limit_bytes, max_message_chars) != (
+                self._memory_limit_bytes,
+                self._max_message_chars,
+            ):
+                handle.set_limits(memory_limit_bytes, max_message_chars)
+            slot.target = sink
+            self._taken += 1
+            # Cells that find the pool empty come faster than isolates are built
+            # (say, back to back): then the replacement is built at once, beside
+            # this cell, rather than after it; waiting would only make the next
+            # cell wait longer.
+            if waited:
+                self.refill(burst=True)
+            else:
+                self.refill(after=slot)
+            return _TakenIsolate(handle, slot)
+        return None
 
     async def aclose(self) -> None:
         self._closed = True

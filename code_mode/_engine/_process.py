@@ -478,6 +478,11 @@ class ProcessPool:
         if not self.workers and not self._closed:
             await self._start_worker().started.wait()
 
+    def take_ready_isolate(
+        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
+    ) -> IsolateHandle | None:
+        return None  # nothing is built ahead here (see WarmIsolates)
+
     async def create_isolate(
         self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
     ) -> IsolateHandle:

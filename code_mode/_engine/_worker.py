@@ -24,13 +24,19 @@ _STOP = object()
 
 
 class _Job:
-    __slots__ = ("done", "error", "function", "result")
+    __slots__ = ("error", "function", "result", "task")
 
-    def __init__(self, function: Callable[[], Any]) -> None:
+    def __init__(self, function: Callable[[], Any], task: trio.lowlevel.Task) -> None:
         self.function = function
-        self.done = trio.Event()
+        self.task = task  # parked until the worker thread reschedules it
         self.result: Any = None
         self.error: BaseException | None = None
+
+
+def _uncancellable(_: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+    # The job runs to its end whatever happens: a cancellation is seen at the
+    # caller's next checkpoint (as in a shielded wait, without a cancel scope).
+    return trio.lowlevel.Abort.FAILED
 
 
 class BlockingWorker:
@@ -60,7 +66,7 @@ class BlockingWorker:
                 job.result = job.function()
             except BaseException as error:
                 job.error = error
-            token.run_sync_soon(job.done.set)
+            token.run_sync_soon(trio.lowlevel.reschedule, job.task)
 
     async def run(self, function: Callable[[], T]) -> T:
         """Run ``function()`` on the worker thread and return its result.
@@ -72,10 +78,11 @@ class BlockingWorker:
         """
         if self._thread is None:
             raise RuntimeError("BlockingWorker is not running")
-        job = _Job(function)
+        job = _Job(function, trio.lowlevel.current_task())
         self._jobs.put(job)
-        with trio.CancelScope(shield=True):
-            await job.done.wait()
+        # Nothing runs between the put and parking here: the worker's reschedule
+        # reaches the trio thread only once this task is parked.
+        await trio.lowlevel.wait_task_rescheduled(_uncancellable)
         if job.error is not None:
             raise job.error
         result: T = job.result

@@ -263,6 +263,17 @@ class Engine:
             sink, memory_limit_bytes=memory_limit_bytes, max_message_chars=max_message_chars
         )
 
+    def take_ready_isolate(
+        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
+    ) -> IsolateHandle | None:
+        """A warm isolate, if one is ready now (no waiting, no task switch); None when
+        there is none or the engine is closed (:meth:`create_isolate` then says why)."""
+        if self._backend is None or self._closed:
+            return None
+        return self._backend.take_ready_isolate(
+            sink, memory_limit_bytes=memory_limit_bytes, max_message_chars=max_message_chars
+        )
+
     # -- for tests and benchmarks --------------------------------------------------
 
     def worker_pids(self) -> list[int]:

@@ -16,6 +16,7 @@ to detect a pending frontier.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, Protocol
@@ -42,6 +43,26 @@ DRAIN = '[{"t":"drain"}]'
 #: sent, after its JavaScript was interrupted. A program spinning in its microtask
 #: queue never answers; it is then torn down without that last output.
 DRAIN_TIMEOUT = 0.05
+
+
+@functools.lru_cache(maxsize=64)
+def _start_settings(
+    allow_remote_images: bool,
+    max_stored_entries: int,
+    max_stored_bytes: int,
+    max_json_depth: int,
+    memory_limit_bytes: int,
+) -> str:
+    """The part of a start command that depends only on the configuration, as JSON
+    members: the same text for every cell of a session, encoded once."""
+    settings = {
+        "allow_remote_images": allow_remote_images,
+        "max_stored_entries": max_stored_entries,
+        "max_stored_bytes": max_stored_bytes,
+        "max_json_depth": max_json_depth,
+        "memory_limit_bytes": memory_limit_bytes,
+    }
+    return "," + dumps(settings)[1:-1]
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -106,6 +127,16 @@ class Isolate:
             max_message_chars=self._config.max_message_bytes,
         )
 
+    def take_ready(self) -> bool:
+        """Take a warm isolate if one is ready now, without waiting (then no
+        :meth:`create`); False when there is none."""
+        self._native = self._backend.take_ready_isolate(
+            self,
+            memory_limit_bytes=self._config.memory_limit_bytes,
+            max_message_chars=self._config.max_message_bytes,
+        )
+        return self._native is not None
+
     def _post(self, code: str) -> int:
         assert self._native is not None
         tag = self._next_tag
@@ -147,18 +178,24 @@ class Isolate:
             tool_kinds={tool["ident"]: tool["kind"] for tool in tools},
             max_json_depth=self._config.max_json_depth,
         )
-        command = {
-            "t": "start",
-            "source": source,
-            "tools": tools,
-            "allow_remote_images": self._config.allow_remote_image_urls,
-            "max_stored_entries": self._config.max_stored_entries,
-            "max_stored_bytes": self._config.max_stored_bytes,
-            "max_json_depth": self._config.max_json_depth,
-            "memory_limit_bytes": self._config.memory_limit_bytes,
-        }
-        text = dumps(command)
-        self._send_text(text[:-1] + ',"stored":' + stored_json + "}")
+        config = self._config
+        settings = _start_settings(
+            config.allow_remote_image_urls,
+            config.max_stored_entries,
+            config.max_stored_bytes,
+            config.max_json_depth,
+            config.memory_limit_bytes,
+        )
+        self._send_text(
+            '{"t":"start","source":'
+            + dumps(source)
+            + ',"tools":'
+            + dumps(tools)
+            + settings
+            + ',"stored":'
+            + stored_json
+            + "}"
+        )
 
     def interrupt(self) -> None:
         """Interrupt the program now (even ``while (true) {}``); :meth:`terminate`
