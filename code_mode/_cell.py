@@ -1,8 +1,9 @@
 """The cell: one program's state machine (``runtime.md`` section 2).
 
 A cell owns an output buffer, at most one observer, a yield timer, the program's
-timers, its in-flight callbacks (tool calls and notifications) and its isolate. Its
-life is one task in the session nursery (:meth:`Cell.run`), with its own cancel scope.
+timers, its in-flight callbacks (tool calls and notifications, each a task of the
+session nursery: :class:`~._callbacks.CellCallbacks`) and its isolate. Its life is one
+task in the session nursery (:meth:`Cell.run`), with its own cancel scope.
 
 Everything the isolate reports arrives through the :class:`EngineListener` methods,
 synchronously on the trio thread, and is applied at once: output goes to the buffer,
@@ -28,14 +29,12 @@ from __future__ import annotations
 
 import enum
 import functools
-import logging
 import math
-from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import trio
 
+from ._callbacks import CellCallbacks
 from ._config import RuntimeConfig
 from ._delegate import SessionRuntimeDelegate
 from ._engine._backend import IsolateSource
@@ -50,8 +49,6 @@ from ._engine._bridge import (
     TimerSet,
     ToolCallRequested,
     YieldRequested,
-    dumps,
-    json_depth_exceeds,
 )
 from ._engine._native import NativeIsolateError
 from ._engine.isolate import Isolate
@@ -63,7 +60,6 @@ from ._types import (
     CellId,
     Completed,
     ExecuteRequest,
-    NestedToolCall,
     ObserveMode,
     OutputItem,
     Pending,
@@ -74,26 +70,10 @@ from ._types import (
     Yielded,
 )
 
-logger = logging.getLogger("code_mode")
-
 ERROR_TRUNCATED_SUFFIX = "\n[code mode error truncated]"
 
 #: A tool's identifier, computed once per name (every cell's start checks them all).
 _identifier = functools.lru_cache(maxsize=4096)(normalize_identifier)
-
-#: Notifications of one cell with the delegate at once; later ones wait their turn.
-NOTIFY_CONCURRENCY = 16
-
-
-def describe_exception(error: BaseException) -> str:
-    """``str(error)``, or the exception's type name when that is empty or itself fails:
-    a delegate's exception is foreign code, and rendering it must not escape the cell
-    (an ``__str__`` that raises would end the whole session nursery)."""
-    try:
-        text = str(error)
-    except Exception:
-        text = ""
-    return text or type(error).__name__
 
 
 class Phase(enum.Enum):
@@ -144,12 +124,6 @@ def _truncate_error(text: str, limit: int) -> str:
     return data[:limit].decode("utf-8", "ignore") + ERROR_TRUNCATED_SUFFIX
 
 
-def _item_size(item: OutputItem) -> int:
-    if hasattr(item, "text"):
-        return len(item.text.encode("utf-8", "surrogatepass"))
-    return len(item.image_url)
-
-
 class Cell:
     """One program and everything it is waiting on."""
 
@@ -188,13 +162,15 @@ class Cell:
 
         self._timers: dict[int, float] = {}
         self._run_deadline = math.inf  # RuntimeConfig.max_cell_seconds, from the start
-        self._tool_scopes: dict[str, trio.CancelScope] = {}  # outstanding, call order
-        self._notify_scopes: set[trio.CancelScope] = set()  # delivering tasks
-        self._notify_queue: deque[str] = deque()  # notifications waiting for one
-        self._notifying = 0  # notifications with the delegate now
-        self._cancel_notifications = False  # set by a max_pending_notifications breach
-        self._callbacks_running = 0
-        self._callbacks_changed = trio.Event()
+        self._callbacks = CellCallbacks(
+            cell_id=cell_id,
+            call_id=request.tool_call_id,
+            nursery=host.nursery,
+            delegate=host.delegate,
+            config=host.config,
+            results_to=self._tool_results_to,
+            wake_cell=self._wake_up,
+        )
         self._wake = trio.Event()
 
     @property
@@ -449,14 +425,11 @@ class Cell:
         observer.deliver(event)
         self._wake.set()
 
-    def _pending_ids(self) -> list[str]:
-        return list(self._tool_scopes)
-
     def _deliver_frontier(self) -> None:
         self._frontier_ready = False
         items = (self._initial_yield or []) + self._take_buffer()
         self._initial_yield = None
-        self._resolve(Pending(items, self._pending_ids()))
+        self._resolve(Pending(items, self._callbacks.pending_tool_call_ids()))
 
     def _merged_completion(self) -> Completed:
         assert self._completion is not None
@@ -511,9 +484,15 @@ class Cell:
         elif isinstance(event, YieldRequested):
             self._on_yield_requested()
         elif isinstance(event, ToolCallRequested):
-            self._start_tool_call(event)
+            problem = self._callbacks.start_tool_call(self._tools[event.ident], event)
+            if problem is None:
+                self._frontier_ready = False
+            else:
+                self._breach(problem)
         elif isinstance(event, Notify):
-            self._start_notification(event.text)
+            problem = self._callbacks.start_notification(event.text)
+            if problem is not None:
+                self._breach(problem)
         elif isinstance(event, TimerSet):
             if len(self._timers) >= self._config.max_pending_timers:
                 self._breach(
@@ -534,12 +513,8 @@ class Cell:
         elif isinstance(event, Finished):
             self._finished = event
             self._wake.set()
-            if not (
-                self._tool_scopes
-                or self._notify_scopes
-                or self._cancel_notifications
-                or self._isolate is None
-            ):
+            callbacks = self._callbacks
+            if not (callbacks.in_flight or callbacks.overflowed or self._isolate is None):
                 # Nothing to wait for or cancel: complete here, in the report that
                 # says so, rather than one task switch later in the cell task (a
                 # short cell's latency). The cell task still runs the teardown.
@@ -581,152 +556,21 @@ class Cell:
             self._initial_yield = self._take_buffer()
 
     # ------------------------------------------------------------------------------
-    # Callbacks: tool calls and notifications run in the session nursery, each in a
-    # cancel scope of its own that the cell cancels when it ends.
+    # What the callbacks (``_callbacks.py``) ask of the cell
 
-    def _callback_started(self) -> None:
-        self._callbacks_running += 1
-
-    def _callback_finished(self) -> None:
-        # Not a reason to wake the cell task: of the callbacks, it only ever waits for
-        # notifications to finish (see _complete; _run_notification wakes it). Waking
-        # it after every tool call cost a task switch per call.
-        self._callbacks_running -= 1
-        self._callbacks_changed.set()
-        self._callbacks_changed = trio.Event()
-
-    def _start_tool_call(self, event: ToolCallRequested) -> None:
-        if len(self._tool_scopes) >= self._config.max_outstanding_tool_calls:
-            self._breach(
-                f"exec cell exceeded its limit of {self._config.max_outstanding_tool_calls} "
-                "outstanding tool calls (RuntimeConfig.max_outstanding_tool_calls)"
-            )
-            return
-        tool = self._tools[event.ident]
-        call = NestedToolCall(
-            cell_id=self.id,
-            runtime_tool_call_id=event.id,
-            tool_name=tool.tool_name,
-            tool_kind=tool.kind,
-            input=event.input if event.has_input else None,
-        )
-        scope = trio.CancelScope()
-        self._tool_scopes[event.id] = scope
-        self._frontier_ready = False
-        self._callback_started()
-        self._host.nursery.start_soon(self._run_tool_call, call, scope)
-
-    async def _run_tool_call(self, call: NestedToolCall, scope: trio.CancelScope) -> None:
-        ok = False
-        value: Any = None
-        message = ""
-        try:
-            with scope:
-                try:
-                    value = await self._host.delegate.invoke_tool(call)
-                    ok = True
-                except Exception as error:
-                    # An exception without a message still says what it was.
-                    message = describe_exception(error)
-        finally:
-            self._tool_scopes.pop(call.runtime_tool_call_id, None)
-            self._callback_finished()
-        if scope.cancelled_caught or self._isolate is None or self.phase is not Phase.RUNNING:
-            return
+    def _tool_results_to(self) -> Isolate | None:
+        """Where a finished tool call's outcome goes: the isolate, which it is sent to
+        at once (so the frontier moves on), or None once the program has finished,
+        failed or is ending (the outcome is dropped)."""
+        if self._isolate is None or self.phase is not Phase.RUNNING:
+            return None
         if self._finished is not None or self._failure is not None:
-            return
-        value_json = ""
-        if ok:
-            value_json, problem = self._encode_tool_result(value)
-            if problem is not None:
-                ok, message = False, f"tool `{call.tool_name.display()}` {problem}"
+            return None
         self._frontier_ready = False
-        if ok:
-            self._isolate.send_tool_result(call.runtime_tool_call_id, value_json)
-        else:
-            self._isolate.send_tool_error(call.runtime_tool_call_id, message)
+        return self._isolate
 
-    def _encode_tool_result(self, value: Any) -> tuple[str, str | None]:
-        """The result as JSON text, or a problem that rejects the call instead."""
-        too_deep = (
-            f"returned JSON nested deeper than the limit of {self._config.max_json_depth} "
-            "(RuntimeConfig.max_json_depth)"
-        )
-        try:
-            text = dumps(value)
-            if isinstance(value, dict | list) and json_depth_exceeds(
-                value, self._config.max_json_depth
-            ):
-                return "", too_deep
-        except RecursionError:
-            return "", too_deep
-        except Exception as error:
-            # Whatever the value's own code raises (a dict subclass whose `items()`
-            # fails, say) only rejects this call.
-            return "", f"returned a value that is not JSON data: {describe_exception(error)}"
-        return text, None
-
-    def _start_notification(self, text: str) -> None:
-        limit = self._config.max_pending_notifications
-        if len(self._notify_queue) + self._notifying >= limit:
-            # The delegate is not keeping up: waiting for it would hold the cell open
-            # for as long as it lags, so the cell's notifications are cancelled.
-            self._cancel_notifications = True
-            self._breach(
-                f"exec cell exceeded its limit of {limit} pending notifications "
-                "(RuntimeConfig.max_pending_notifications)"
-            )
-            return
-        self._notify_queue.append(text)
-        if len(self._notify_scopes) < NOTIFY_CONCURRENCY:
-            scope = trio.CancelScope()
-            self._notify_scopes.add(scope)
-            self._callback_started()
-            self._host.nursery.start_soon(self._deliver_notifications, scope)
-
-    async def _deliver_notifications(self, scope: trio.CancelScope) -> None:
-        """Hand waiting notifications to the delegate, one at a time, until none is
-        left (a burst costs a few tasks, not one per notification)."""
-        try:
-            with scope:
-                while self._notify_queue:
-                    text = self._notify_queue.popleft()
-                    self._notifying += 1
-                    try:
-                        await self._host.delegate.notify(self._request.tool_call_id, self.id, text)
-                    except Exception as error:
-                        logger.warning(
-                            "failed to deliver code mode notification: %s",
-                            describe_exception(error),
-                        )
-                    finally:
-                        self._notifying -= 1
-        finally:
-            self._notify_scopes.discard(scope)
-            self._callback_finished()
-            self._wake.set()
-
-    async def _cancel_callbacks(self, *, notifications: bool) -> None:
-        """Cancel in-flight tool calls (and notifications if asked), then give them
-        ``callback_grace`` seconds to finish. One that ignores cancellation longer is
-        abandoned: its result is dropped and it finishes in the session nursery."""
-        if not self._tool_scopes and not (notifications and self._notify_scopes):
-            # Nothing to cancel or wait for (a short cell): no cancel scope to open.
-            if notifications:
-                self._notify_queue.clear()
-            return
-        for scope in list(self._tool_scopes.values()):
-            scope.cancel()
-        if notifications:
-            self._notify_queue.clear()
-            for scope in list(self._notify_scopes):
-                scope.cancel()
-        with trio.move_on_after(self._config.callback_grace):
-            while self._tool_scopes or (notifications and self._notify_scopes):
-                await self._callbacks_changed.wait()
-        self._tool_scopes.clear()
-        if notifications:
-            self._notify_scopes.clear()
+    def _wake_up(self) -> None:
+        self._wake.set()
 
     # ------------------------------------------------------------------------------
     # The cell task
@@ -810,14 +654,14 @@ class Cell:
                 self._isolate.stop()
         # 1. In-flight notifications finish (they are not cancelled), unless someone
         #    terminates the cell meanwhile; then tool calls are cancelled.
-        if self._cancel_notifications:
-            await self._cancel_callbacks(notifications=True)
-        while self._notify_scopes and not self._terminate_requested:
+        if self._callbacks.overflowed:
+            await self._callbacks.cancel(notifications=True)
+        while self._callbacks.notifying and not self._terminate_requested:
             await self._sleep_until_next_deadline()
         if self._terminate_requested:
             await self._terminate()
             return
-        await self._cancel_callbacks(notifications=False)
+        await self._callbacks.cancel(notifications=False)
         if self._terminate_requested:
             await self._terminate()
             return
@@ -848,7 +692,7 @@ class Cell:
         self._timers.clear()
         if self._isolate is not None:
             await self._isolate.terminate()
-        await self._cancel_callbacks(notifications=True)
+        await self._callbacks.cancel(notifications=True)
         self._finish_termination()
         # Let whoever waits for ``Terminated`` run before the teardown starts closing
         # the isolate: closing wakes a disposal thread (thread mode) and a refill of the
@@ -876,7 +720,7 @@ class Cell:
         if self.phase in (Phase.RUNNING, Phase.TERMINATING):
             if self._isolate is not None:
                 await self._isolate.terminate()
-            await self._cancel_callbacks(notifications=True)
+            await self._callbacks.cancel(notifications=True)
             self._finish_termination()
         if self.phase is not Phase.CLAIMED:
             self.phase = Phase.CLOSED

@@ -1,4 +1,5 @@
-"""The host application's side of a session: `SessionRuntimeDelegate`."""
+"""The host application's side of a session: `SessionRuntimeDelegate`, and how the
+runtime renders what a delegate raises."""
 
 from __future__ import annotations
 
@@ -31,3 +32,14 @@ class SessionRuntimeDelegate(Protocol):
         its callbacks have finished. Must not return until the host can no longer
         route anything to the cell. Errors are logged; the cell is removed anyway."""
         ...
+
+
+def describe_exception(error: BaseException) -> str:
+    """``str(error)``, or the exception's type name when that is empty or itself fails:
+    a delegate's exception is foreign code, and rendering it must not escape the cell
+    (an ``__str__`` that raises would end the whole session nursery)."""
+    try:
+        text = str(error)
+    except Exception:
+        text = ""
+    return text or type(error).__name__

@@ -31,9 +31,9 @@ from typing import Final
 import attrs
 import trio
 
-from ._cell import Cell, CellHost, _Observer, describe_exception
+from ._cell import Cell, CellHost, _Observer
 from ._config import RuntimeConfig
-from ._delegate import SessionRuntimeDelegate
+from ._delegate import SessionRuntimeDelegate, describe_exception
 from ._engine._default import default_engine
 from ._engine.engine import Engine
 from ._errors import DuplicateCell, MissingCell, ShuttingDown

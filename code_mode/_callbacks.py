@@ -1,0 +1,258 @@
+"""A cell's in-flight callbacks: its tool calls and notifications.
+
+Each callback runs as a task of the *session* nursery, not of the cell's task, inside a
+cancel scope of its own that the cell cancels when it ends. Why the session nursery?
+A delegate that ignores cancellation must not hold the cell past ``callback_grace``:
+the cell abandons such a callback (its outcome is dropped) and closes, and the
+callback can only hold the session block open, which structured concurrency demands
+anyway.
+
+A tool call is one task: the program awaits each result, and a ``PendingFrontier``
+lists the outstanding calls in call order. Notifications wait in a queue served by at
+most :data:`NOTIFY_CONCURRENCY` tasks, each handing the delegate one notification
+after another, so a burst costs a few tasks rather than one per notification. A
+delegate that falls ``max_pending_notifications`` behind breaks the cell's limit:
+waiting for it would hold the cell open for as long as it lags.
+
+The cell stays the state machine and this module never imports it: the cell passes
+what callbacks need (where a tool's outcome goes, how to wake the cell task) and reads
+back what is in flight. Starting a callback costs what it did inside the cell: one
+cancel scope and one task, no checkpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import trio
+
+from ._config import RuntimeConfig
+from ._delegate import SessionRuntimeDelegate, describe_exception
+from ._engine._bridge import ToolCallRequested, dumps, json_depth_exceeds
+from ._engine.isolate import Isolate
+from ._types import CellId, NestedToolCall, ToolDefinition
+
+logger = logging.getLogger("code_mode")
+
+#: Notifications of one cell with the delegate at once; later ones wait their turn.
+NOTIFY_CONCURRENCY = 16
+
+
+class CellCallbacks:
+    """The tool calls and notifications of one cell that have not finished yet.
+
+    The cell starts them from its engine events (:meth:`start_tool_call`,
+    :meth:`start_notification`: a limit they would break comes back as the message
+    the cell breaches with) and ends them with :meth:`cancel`.
+    """
+
+    __slots__ = (
+        "_call_id",
+        "_callbacks_changed",
+        "_cell_id",
+        "_config",
+        "_delegate",
+        "_notify_queue",
+        "_notify_scopes",
+        "_notifying",
+        "_nursery",
+        "_results_to",
+        "_tool_scopes",
+        "_wake_cell",
+        "overflowed",
+    )
+
+    def __init__(
+        self,
+        *,
+        cell_id: CellId,
+        call_id: str,
+        nursery: trio.Nursery,
+        delegate: SessionRuntimeDelegate,
+        config: RuntimeConfig,
+        results_to: Callable[[], Isolate | None],
+        wake_cell: Callable[[], None],
+    ) -> None:
+        """``call_id`` is the ``exec`` call the notifications belong to.
+        ``results_to`` says where a finished tool call's outcome goes now: the
+        isolate, or ``None`` when the program no longer takes results (the outcome is
+        then dropped). ``wake_cell`` wakes the cell task, which waits for its
+        notifications to finish before it completes."""
+        self._cell_id = cell_id
+        self._call_id = call_id
+        self._nursery = nursery
+        self._delegate = delegate
+        self._config = config
+        self._results_to = results_to
+        self._wake_cell = wake_cell
+        self._tool_scopes: dict[str, trio.CancelScope] = {}  # outstanding, call order
+        self._notify_scopes: set[trio.CancelScope] = set()  # delivering tasks
+        self._notify_queue: deque[str] = deque()  # notifications waiting for one
+        self._notifying = 0  # notifications with the delegate now
+        self._callbacks_changed = trio.Event()
+        #: A ``max_pending_notifications`` breach: the cell cancels its notifications.
+        self.overflowed = False
+
+    @property
+    def in_flight(self) -> bool:
+        """Whether any tool call or notification has not finished yet."""
+        return bool(self._tool_scopes or self._notify_scopes)
+
+    @property
+    def notifying(self) -> bool:
+        """Whether notifications are still being delivered (a completing cell lets
+        them finish)."""
+        return bool(self._notify_scopes)
+
+    def pending_tool_call_ids(self) -> list[str]:
+        """The outstanding tool calls' ids, in call order (a frontier's list)."""
+        return list(self._tool_scopes)
+
+    def _finished(self) -> None:
+        # Not a reason to wake the cell task: of the callbacks, it only ever waits for
+        # notifications to finish (_deliver_notifications wakes it). Waking it after
+        # every tool call cost a task switch per call.
+        self._callbacks_changed.set()
+        self._callbacks_changed = trio.Event()
+
+    # ------------------------------------------------------------------------------
+    # Tool calls
+
+    def start_tool_call(self, tool: ToolDefinition, event: ToolCallRequested) -> str | None:
+        """Start the program's call of ``tool``; the limit it breaks, if any."""
+        if len(self._tool_scopes) >= self._config.max_outstanding_tool_calls:
+            return (
+                f"exec cell exceeded its limit of {self._config.max_outstanding_tool_calls} "
+                "outstanding tool calls (RuntimeConfig.max_outstanding_tool_calls)"
+            )
+        call = NestedToolCall(
+            cell_id=self._cell_id,
+            runtime_tool_call_id=event.id,
+            tool_name=tool.tool_name,
+            tool_kind=tool.kind,
+            input=event.input if event.has_input else None,
+        )
+        scope = trio.CancelScope()
+        self._tool_scopes[event.id] = scope
+        self._nursery.start_soon(self._run_tool_call, call, scope)
+        return None
+
+    async def _run_tool_call(self, call: NestedToolCall, scope: trio.CancelScope) -> None:
+        ok = False
+        value: Any = None
+        message = ""
+        try:
+            with scope:
+                try:
+                    value = await self._delegate.invoke_tool(call)
+                    ok = True
+                except Exception as error:
+                    # An exception without a message still says what it was.
+                    message = describe_exception(error)
+        finally:
+            self._tool_scopes.pop(call.runtime_tool_call_id, None)
+            self._finished()
+        if scope.cancelled_caught:
+            return
+        isolate = self._results_to()
+        if isolate is None:
+            return
+        value_json = ""
+        if ok:
+            value_json, problem = self._encode_tool_result(value)
+            if problem is not None:
+                ok, message = False, f"tool `{call.tool_name.display()}` {problem}"
+        if ok:
+            isolate.send_tool_result(call.runtime_tool_call_id, value_json)
+        else:
+            isolate.send_tool_error(call.runtime_tool_call_id, message)
+
+    def _encode_tool_result(self, value: Any) -> tuple[str, str | None]:
+        """The result as JSON text, or a problem that rejects the call instead."""
+        too_deep = (
+            f"returned JSON nested deeper than the limit of {self._config.max_json_depth} "
+            "(RuntimeConfig.max_json_depth)"
+        )
+        try:
+            text = dumps(value)
+            if isinstance(value, dict | list) and json_depth_exceeds(
+                value, self._config.max_json_depth
+            ):
+                return "", too_deep
+        except RecursionError:
+            return "", too_deep
+        except Exception as error:
+            # Whatever the value's own code raises (a dict subclass whose `items()`
+            # fails, say) only rejects this call.
+            return "", f"returned a value that is not JSON data: {describe_exception(error)}"
+        return text, None
+
+    # ------------------------------------------------------------------------------
+    # Notifications
+
+    def start_notification(self, text: str) -> str | None:
+        """Queue the program's ``notify(text)``; the limit it breaks, if any (then
+        :attr:`overflowed` is set and the cell cancels its notifications)."""
+        limit = self._config.max_pending_notifications
+        if len(self._notify_queue) + self._notifying >= limit:
+            self.overflowed = True
+            return (
+                f"exec cell exceeded its limit of {limit} pending notifications "
+                "(RuntimeConfig.max_pending_notifications)"
+            )
+        self._notify_queue.append(text)
+        if len(self._notify_scopes) < NOTIFY_CONCURRENCY:
+            scope = trio.CancelScope()
+            self._notify_scopes.add(scope)
+            self._nursery.start_soon(self._deliver_notifications, scope)
+        return None
+
+    async def _deliver_notifications(self, scope: trio.CancelScope) -> None:
+        """Hand waiting notifications to the delegate, one at a time, until none is
+        left (a burst costs a few tasks, not one per notification)."""
+        try:
+            with scope:
+                while self._notify_queue:
+                    text = self._notify_queue.popleft()
+                    self._notifying += 1
+                    try:
+                        await self._delegate.notify(self._call_id, self._cell_id, text)
+                    except Exception as error:
+                        logger.warning(
+                            "failed to deliver code mode notification: %s",
+                            describe_exception(error),
+                        )
+                    finally:
+                        self._notifying -= 1
+        finally:
+            self._notify_scopes.discard(scope)
+            self._finished()
+            self._wake_cell()
+
+    # ------------------------------------------------------------------------------
+    # Cancellation
+
+    async def cancel(self, *, notifications: bool) -> None:
+        """Cancel in-flight tool calls (and notifications if asked), then give them
+        ``callback_grace`` seconds to finish. One that ignores cancellation longer is
+        abandoned: its result is dropped and it finishes in the session nursery."""
+        if not self._tool_scopes and not (notifications and self._notify_scopes):
+            # Nothing to cancel or wait for (a short cell): no cancel scope to open.
+            if notifications:
+                self._notify_queue.clear()
+            return
+        for scope in list(self._tool_scopes.values()):
+            scope.cancel()
+        if notifications:
+            self._notify_queue.clear()
+            for scope in list(self._notify_scopes):
+                scope.cancel()
+        with trio.move_on_after(self._config.callback_grace):
+            while self._tool_scopes or (notifications and self._notify_scopes):
+                await self._callbacks_changed.wait()
+        self._tool_scopes.clear()
+        if notifications:
+            self._notify_scopes.clear()
