@@ -164,7 +164,7 @@ class Engine:
         self._config = config if config is not None else EngineConfig()
         self._nursery_manager: AbstractAsyncContextManager[trio.Nursery] | None = None
         self._creator = BlockingWorkers(
-            "code-mode-create", keep_idle=max(self._config.warm_isolates_burst, 1)
+            "code-mode-create", keep_idle=self._config.warm_isolates_burst
         )
         self._disposer = BlockingWorkers("code-mode-dispose")
         self._pool: ProcessPool | None = None
@@ -202,7 +202,7 @@ class Engine:
                     heartbeat_timeout=self._config.worker_heartbeat_timeout,
                     close_timeout=self._config.isolate_close_timeout,
                     confine=self._config.confine_workers,
-                    parallel_creates=max(self._config.warm_isolates_burst, 1),
+                    parallel_creates=self._config.warm_isolates_burst,
                 )
                 await self._pool.prestart()
                 backend = self._pool
@@ -212,7 +212,7 @@ class Engine:
                 backend = ThreadBackend(
                     self._creator,
                     self._disposer,
-                    parallel_creates=max(self._config.warm_isolates_burst, 1),
+                    parallel_creates=self._config.warm_isolates_burst,
                 )
             if self._config.warm_isolates > 0:
                 self._warm = WarmIsolates(

@@ -46,21 +46,16 @@ DRAIN_TIMEOUT = 0.05
 
 
 @functools.lru_cache(maxsize=64)
-def _start_settings(
-    allow_remote_images: bool,
-    max_stored_entries: int,
-    max_stored_bytes: int,
-    max_json_depth: int,
-    memory_limit_bytes: int,
-) -> str:
-    """The part of a start command that depends only on the configuration, as JSON
-    members: the same text for every cell of a session, encoded once."""
+def _start_settings(config: RuntimeConfig) -> str:
+    """The part of a start command that depends only on the configuration (a frozen,
+    hashable value), as JSON members: the same text for every cell of a session,
+    encoded once."""
     settings = {
-        "allow_remote_images": allow_remote_images,
-        "max_stored_entries": max_stored_entries,
-        "max_stored_bytes": max_stored_bytes,
-        "max_json_depth": max_json_depth,
-        "memory_limit_bytes": memory_limit_bytes,
+        "allow_remote_images": config.allow_remote_image_urls,
+        "max_stored_entries": config.max_stored_entries,
+        "max_stored_bytes": config.max_stored_bytes,
+        "max_json_depth": config.max_json_depth,
+        "memory_limit_bytes": config.memory_limit_bytes,
     }
     return "," + dumps(settings)[1:-1]
 
@@ -178,14 +173,7 @@ class Isolate:
             tool_kinds={tool["ident"]: tool["kind"] for tool in tools},
             max_json_depth=self._config.max_json_depth,
         )
-        config = self._config
-        settings = _start_settings(
-            config.allow_remote_image_urls,
-            config.max_stored_entries,
-            config.max_stored_bytes,
-            config.max_json_depth,
-            config.memory_limit_bytes,
-        )
+        settings = _start_settings(self._config)
         self._send_text(
             '{"t":"start","source":'
             + dumps(source)
