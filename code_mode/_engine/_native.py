@@ -106,6 +106,11 @@ _context_lock = threading.Lock()
 # ahead beside it rather than keep its cell from closing.
 _dispose_lock = threading.Lock()
 DISPOSE_ALONE_SECONDS: Final = 0.2
+# How long close() waits for the evaluations it cancelled to end before it frees the
+# context regardless (see NativeIsolate.close). They end within microseconds unless
+# JavaScript is stuck in a builtin that does not check for termination, and then the
+# disposal waits for it anyway.
+SETTLE_SECONDS: Final = 1.0
 
 
 def _library() -> Any:
@@ -202,6 +207,9 @@ class NativeIsolate:
         self._oversized = False
         self._buffer_address = 0
         self._closed = False
+        # Held around every native call that names this isolate's context once it is
+        # set up, on whatever thread (the trio thread's posts, the isolate thread's
+        # callbacks), and by close() while it takes the context away. See close().
         self._lock = threading.Lock()
         # Set up synchronously: results of set-up evaluations arrive here.
         self._setup_results: dict[int, Any] = {}
@@ -210,6 +218,7 @@ class NativeIsolate:
         self._setup_done = threading.Condition()
         self._next_tag = _FIRST_TAG
         self._tasks: dict[int, int] = {}  # tag -> mini-racer task id, while in flight
+        self._idle = threading.Condition(self._lock)  # close() waits for _tasks to empty
         self._quiet: set[int] = set()  # tags whose success is not reported
         self._probe_text: Any = None  # PROBE, allocated once
         self._keep: list[Any] = []  # raw handles that must live as long as the context
@@ -278,12 +287,12 @@ class NativeIsolate:
     # -- the two paths ----------------------------------------------------------
 
     def _post(self, code: str) -> int:
-        """Evaluates ``code`` as a script (set-up only)."""
-        with self._lock:
-            tag = self._next_tag
-            self._next_tag += 1
+        """Evaluates ``code`` as a script (set-up only: its caller waits for the
+        result, so the evaluation is over before anyone could close the isolate)."""
+        tag = self._next_tag
+        self._next_tag += 1
         handle = self._string_value(code)
-        self._tasks[tag] = int(self._dll.mr_eval(self._ctx, handle, tag))
+        self._dll.mr_eval(self._ctx, handle, tag)
         self._dll.mr_free_value(self._ctx, handle)
         return tag
 
@@ -297,62 +306,78 @@ class NativeIsolate:
         call queued, so its report says the isolate went idle. One request for the
         two, which in ``process`` mode is one frame through the pipe instead of two.
         Never blocks."""
-        if self._closed:
-            raise NativeIsolateError("isolate is closed")
         if tag < _FIRST_TAG or (probe is not None and probe < _FIRST_TAG):
             raise ValueError("evaluation tags start at 16")
-        # A call holds a reference to mini-racer's context: if the isolate is closed
-        # meanwhile, this thread may be the one that destroys it, in V8.
-        _pkeys.adopt_v8_rights()
-        if quiet:
-            self._quiet.add(tag)
         data = commands.encode("utf-8")
         held = self._held
-        handle = held.mr_alloc_string_val(self._ctx, data, len(data), _TYPE_STR)
-        self._tasks[tag] = int(
-            held.mr_call_function(self._ctx, self._recv, handle, self._argv, tag)
-        )
-        held.mr_free_value(self._ctx, handle)
-        if probe is not None:
-            self._tasks[probe] = int(
-                held.mr_call_function(self._ctx, self._recv, self._probe_text, self._argv, probe)
-            )
+        _pkeys.adopt_v8_rights()  # a precaution: free after the first time per thread
+        with self._lock:
+            ctx = self._ctx
+            if self._closed or not ctx:
+                raise NativeIsolateError("isolate is closed")
+            if quiet:
+                self._quiet.add(tag)
+            handle = held.mr_alloc_string_val(ctx, data, len(data), _TYPE_STR)
+            self._tasks[tag] = int(held.mr_call_function(ctx, self._recv, handle, self._argv, tag))
+            held.mr_free_value(ctx, handle)
+            if probe is not None:
+                self._tasks[probe] = int(
+                    held.mr_call_function(ctx, self._recv, self._probe_text, self._argv, probe)
+                )
 
     def cancel(self, tag: int) -> None:
         """Interrupt the evaluation ``tag`` if it is running (V8 terminate-execution);
         a queued one is skipped. Never blocks."""
         task_id = self._tasks.get(tag)
-        if task_id is not None and not self._closed:
-            _pkeys.adopt_v8_rights()  # see post()
-            self._dll.mr_cancel_task(self._ctx, task_id)
+        if task_id is None:
+            return
+        _pkeys.adopt_v8_rights()  # V8's terminate-execution runs on this thread
+        with self._lock:
+            if self._ctx:
+                self._dll.mr_cancel_task(self._ctx, task_id)
 
     def set_limits(self, memory_limit_bytes: int, max_message_chars: int) -> None:
         """Change the heap limit and the largest batch accepted. Never blocks (the
         limit is a plain field that V8's garbage collection callback reads)."""
-        if self._closed:
-            return
-        _pkeys.adopt_v8_rights()  # see post()
         self._max_message_chars = max_message_chars
-        self._dll.mr_set_hard_memory_limit(self._ctx, memory_limit_bytes)
+        _pkeys.adopt_v8_rights()  # see post()
+        with self._lock:
+            if self._ctx:
+                self._dll.mr_set_hard_memory_limit(self._ctx, memory_limit_bytes)
 
     def memory_limit_reached(self) -> bool:
-        return (not self._closed) and bool(self._dll.mr_hard_memory_limit_reached(self._ctx))
+        with self._lock:
+            return bool(self._ctx) and bool(self._held.mr_hard_memory_limit_reached(self._ctx))
 
     def _on_callback(self, callback_id: int, raw: Any) -> None:
         # Runs on the isolate thread. Never raise: ctypes would print and swallow it.
         try:
-            if callback_id in (_BELL_MORE, _BELL_END):
-                self._on_bell(callback_id == _BELL_END)
-                self._held.mr_free_value(self._ctx, raw)
-            else:
-                self._on_result(callback_id, raw)
+            if self._setup_phase and callback_id >= _FIRST_TAG:
+                self._on_setup_result(callback_id, raw)
+                return
+            with self._lock:
+                if callback_id in (_BELL_MORE, _BELL_END):
+                    complete, batch = self._on_bell(callback_id == _BELL_END)
+                    if self._ctx:
+                        self._held.mr_free_value(self._ctx, raw)
+                    report = None
+                else:
+                    complete, batch = False, None
+                    report = self._on_result(callback_id, raw)
+            # The sinks run outside the lock: they may take other locks of their own.
+            if complete:
+                self._on_batch(batch)
+            if report is not None:
+                self._on_task(*report)
         except BaseException:  # pragma: no cover - defensive
             pass
 
-    def _on_bell(self, last: bool) -> None:
+    def _on_bell(self, last: bool) -> tuple[bool, str | None]:
+        """Takes in one chunk of a batch: ``(True, batch)`` after the last chunk (the
+        batch is ``None`` if it was dropped for its size), ``(False, None)`` before."""
         address = self._buffer_address
         if not address:
-            return
+            return (False, None)
         count = ctypes.c_int32.from_address(address).value
         if ctypes.c_int32.from_address(address + 4).value == 0:
             # A new batch: drop whatever a terminated write left behind.
@@ -369,12 +394,13 @@ class NativeIsolate:
             else:
                 raw = ctypes.string_at(address + _UNITS_OFFSET, 2 * count)
                 self._chunks.append(raw.decode("utf-16-le", "replace"))
-        if last:
-            text = None if self._oversized else "".join(self._chunks)
-            self._chunks = []
-            self._chunk_chars = 0
-            self._oversized = False
-            self._on_batch(text)
+        if not last:
+            return (False, None)
+        text = None if self._oversized else "".join(self._chunks)
+        self._chunks = []
+        self._chunk_chars = 0
+        self._oversized = False
+        return (True, text)
 
     def _output_queued(self) -> bool:
         """Whether the runtime's queue may hold output. Read on the isolate thread when
@@ -383,23 +409,33 @@ class NativeIsolate:
         address = self._buffer_address
         return bool(address) and ctypes.c_int32.from_address(address + _QUEUED_OFFSET).value != 0
 
-    def _on_result(self, tag: int, raw: Any) -> None:
+    def _on_setup_result(self, tag: int, raw: Any) -> None:
+        """The result of a set-up evaluation, for the constructor that waits for it."""
         contents = raw.contents
         kind = int(contents.type)
-        if self._setup_phase:
-            value: Any
-            if kind in _ERROR_TYPES or kind == _TYPE_STR:
-                value = contents.value.bytes_val[0 : contents.len].decode("utf-8", "replace")
-                if kind not in _ERROR_TYPES:
-                    value = ("ok", value)
-                self._dll.mr_free_value(self._ctx, raw)
-            else:
-                value = raw  # an object handle the set-up keeps
-            with self._setup_done:
-                self._setup_results[tag] = value
-                self._setup_done.notify_all()
-            return
+        value: Any
+        if kind in _ERROR_TYPES or kind == _TYPE_STR:
+            value = contents.value.bytes_val[0 : contents.len].decode("utf-8", "replace")
+            if kind not in _ERROR_TYPES:
+                value = ("ok", value)
+            self._dll.mr_free_value(self._ctx, raw)
+        else:
+            value = raw  # an object handle the set-up keeps
+        with self._setup_done:
+            self._setup_results[tag] = value
+            self._setup_done.notify_all()
+
+    def _on_result(self, tag: int, raw: Any) -> tuple[int, str, str] | None:
+        """The report of an evaluation that ended (called with the lock held), or
+        ``None`` when it is not reported."""
         self._tasks.pop(tag, None)
+        if self._closed and not self._tasks:
+            self._idle.notify_all()
+        # ``ctx`` is None once close() began: the context goes away with every value
+        # it holds, ``raw`` included (which stays readable until then).
+        ctx = self._ctx
+        contents = raw.contents
+        kind = int(contents.type)
         detail = ""
         if kind == _TYPE_OOM_EXCEPTION:
             outcome = TASK_OOM
@@ -410,31 +446,57 @@ class NativeIsolate:
             detail = contents.value.bytes_val[0 : contents.len].decode("utf-8", "replace")
         else:
             outcome = TASK_OK
-        self._held.mr_free_value(self._ctx, raw)
+        if ctx:
+            self._held.mr_free_value(ctx, raw)
         if outcome == TASK_OK and tag in self._quiet:
             # Not reported. The memory-limit flag is sticky, so the report that implies
             # this success (the probe's) also tells whether the limit was reached: one
-            # native call fewer inside this callback, where every native call lets go
-            # of the GIL and may have to wait for it again.
+            # native call fewer inside this callback.
             self._quiet.discard(tag)
-            return
-        if outcome != TASK_OOM and self._held.mr_hard_memory_limit_reached(self._ctx):
+            return None
+        if outcome != TASK_OOM and ctx and self._held.mr_hard_memory_limit_reached(ctx):
             outcome = TASK_OOM
         self._quiet.discard(tag)  # a failure is reported, quiet or not
         if outcome in (TASK_OK, TASK_TERMINATED) and self._output_queued():
             detail = QUEUED
-        self._on_task(tag, outcome, detail)
+        return (tag, outcome, detail)
 
     # -- teardown (blocking) ----------------------------------------------------
 
     def close(self) -> None:
-        """Stop any JavaScript, join the isolate thread and free the isolate. Blocks."""
-        if self._closed:
-            return
-        self._closed = True
+        """Stop any JavaScript, join the isolate thread and free the isolate. Blocks.
+
+        Two rules keep mini-racer's context destruction (``mr_free_context``) safe:
+
+        * **No other native call on the context while it is destroyed.** mini-racer
+          counts references to a context: each native call holds one while it runs,
+          and the thread that lets go of the last one destroys the context, there
+          and then. The context is taken away under the lock that every other native
+          call on it holds, so once it is gone none can start or still be running, and
+          the destruction happens on this thread.
+        * **No evaluation running or queued when it is destroyed.** mini-racer's
+          destructor cancels the evaluations queued on the isolate thread, but does not
+          wait for one that has just begun: its cancellation only waits until the
+          task was *posted*. Then it clears the V8 context, and an evaluation that had
+          passed its cancellation check a moment earlier reads the cleared context and
+          crashes the process (SIGSEGV at address 0 in ``ObjectManipulator::Call``;
+          seen rarely in a benchmark, and every few seconds with evaluations posted in
+          a loop while the isolate closes). So every evaluation still in flight is
+          cancelled here first (``mr_cancel_task``: a queued one is skipped, a running
+          one interrupted), and the context is freed only once each has reported, or
+          after :data:`SETTLE_SECONDS` (an evaluation stuck that long has passed its
+          start long ago; the disposal then waits for it, as it always did)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            ctx, self._ctx = self._ctx, None
+            self._buffer_address = 0
+            if ctx and self._tasks:
+                for task_id in list(self._tasks.values()):
+                    self._dll.mr_cancel_task(ctx, task_id)
+                self._idle.wait_for(lambda: not self._tasks, timeout=SETTLE_SECONDS)
         _pkeys.adopt_v8_rights()  # Isolate::Dispose runs on this thread
-        ctx, self._ctx = self._ctx, None
-        self._buffer_address = 0
         if ctx:
             for handle in self._keep:
                 self._dll.mr_free_value(ctx, handle)
