@@ -40,7 +40,7 @@ def prelude_source() -> str:
     returns the private ``ArrayBuffer`` the host reads messages from (on which it then
     leaves the two native doorbells). The buffer carries, for the host to take once,
     ``recv`` (the runtime's entry point) and ``argv`` (an empty array to call it with):
-    neither is reachable from any global."""
+    neither is reachable from any global, and reading one removes it from the buffer."""
     js = Path(__file__).parent / "js"
     lazy = compact(_LAZY, (js / _LAZY).read_text(encoding="utf-8"))
     if "*/" in lazy:
@@ -68,7 +68,13 @@ def prelude_source() -> str:
         "function rtBellMore() { rtBellsReady(); rtBellMoreNative(); }\n"
         "const rtBellEnd = (function rtBellEnd() { rtBellsReady(); rtBellEndNative(); });\n"
         f"{body}\n"
-        "rtBuffer.recv = rtRecv; rtBuffer.argv = [];\n"
+        # The host reads each of `recv` and `argv` once, and that read removes it: one
+        # call into the isolate each (a read), where a read and a delete were two.
+        "const rtHandOnce = (function rtHandOnce(key, value) {\n"
+        "  rtObjectDefineProperty(rtBuffer, key, { __proto__: null, configurable: true,\n"
+        "    get: (function rtHandOver() { delete rtBuffer[key]; return value; }) });\n"
+        "});\n"
+        'rtHandOnce("recv", rtRecv); rtHandOnce("argv", []);\n'
         "return rtBuffer;\n"
         "})()\n"
     )
