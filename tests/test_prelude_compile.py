@@ -52,27 +52,36 @@ for batch in batches:
 """
 
 
-def _lazy_compiles(tmp_path: Path, source: str | None) -> tuple[list[str], str]:
-    """The runtime functions V8 compiled lazily in a child that prepared an isolate
-    and ran ``source`` in it (none: only prepared it), and what the cell sent."""
+def _compiles(tmp_path: Path, source: str | None) -> tuple[list[str], list[str], str]:
+    """The runtime functions V8 compiled lazily (on first call) and those it parsed
+    completely with their script, in a child that prepared an isolate and ran
+    ``source`` in it (none: only prepared it), and what the cell sent."""
     log = tmp_path / f"v8-{source is None}.log"
     script = CHILD.replace("LOGFILE", str(log)).replace("SOURCE", repr(source))
     result = run_child(script, None)
     assert result.returncode == 0, result.describe()
     events = [line.split(",") for line in log.read_text().splitlines()]
-    # Every function compiled lazily, by name (the cells' programs here define none).
-    compiled = [event[-1] for event in events if event[:2] == ["function", "parse-function"]]
-    return compiled, result.output
+    # By name (the cells' programs here define none).
+    lazy = [event[-1] for event in events if event[:2] == ["function", "parse-function"]]
+    eager = [event[-1] for event in events if event[:2] == ["function", "full-parse"]]
+    return lazy, eager, result.output
 
 
 def _compiled_during_the_cell(tmp_path: Path, source: str) -> tuple[list[str], str]:
     """The runtime functions compiled on the cell's clock, and what the cell sent."""
-    prepared, _ = _lazy_compiles(tmp_path, None)
-    assert prepared, "V8's log shows no lazy compilation at all"  # the log works
-    with_cell, output = _lazy_compiles(tmp_path, source)
+    prepared, _, _ = _compiles(tmp_path, None)
+    with_cell, _, output = _compiles(tmp_path, source)
     for name in prepared:
         with_cell.remove(name)
     return with_cell, output
+
+
+def test_the_prelude_calls_only_functions_compiled_ahead(tmp_path: Path) -> None:
+    # A function the prelude calls while it runs (installing the buffer accounting,
+    # say) would otherwise be pre-parsed and then parsed again.
+    lazy, eager, _ = _compiles(tmp_path, None)
+    assert "rtInstallBufferAccounting" in eager  # the log works
+    assert lazy == []
 
 
 def test_a_short_cell_compiles_none_of_the_runtime(tmp_path: Path) -> None:

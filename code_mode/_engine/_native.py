@@ -267,16 +267,16 @@ class NativeIsolate:
         self._keep.append(self._probe_text)
 
     def _take_item(self, holder: Any, name: str) -> Any:
-        """Removes ``holder[name]`` and keeps a handle to its value (set-up only)."""
+        """Takes ``holder[name]`` and keeps a handle to its value (set-up only). The
+        prelude's getter removes the item as it is read: each set-up call is a round
+        trip to the isolate thread, so no second call deletes it."""
         dll = self._dll
         key = self._string_value(name)
         value = dll.mr_get_object_item(self._ctx, holder, key)
+        dll.mr_free_value(self._ctx, key)
         if int(value.contents.type) in _ERROR_TYPES:
             dll.mr_free_value(self._ctx, value)
-            dll.mr_free_value(self._ctx, key)
             raise NativeIsolateError(f"failed to initialize code mode runtime: no {name}")
-        dll.mr_free_value(self._ctx, dll.mr_del_object_item(self._ctx, holder, key))
-        dll.mr_free_value(self._ctx, key)
         self._keep.append(value)
         return value
 

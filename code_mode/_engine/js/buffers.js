@@ -59,14 +59,16 @@ const rtObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
 const rtUint8Array = Uint8Array;
 const rtTypedArrayPrototype = rtObjectGetPrototypeOf(rtUint8Array.prototype);
 const rtBufferPrototype = rtArrayBuffer.prototype;
+// Compiled ahead, as every function the prelude itself calls (see "Compiled ahead" in
+// runtime.js): a function declared plainly is pre-parsed with the prelude and parsed
+// again at its first call, here while the prelude runs.
+const rtGetter = (function rtGetter(object, key) {
+  return rtObjectGetOwnPropertyDescriptor(object, key).get;
+});
 const rtBufferByteLength = rtGetter(rtBufferPrototype, "byteLength");
 const rtTypedArrayTag = rtGetter(rtTypedArrayPrototype, Symbol.toStringTag);
 const rtRangeError = RangeError;
 const rtArrayIsArray = Array.isArray;
-
-function rtGetter(object, key) {
-  return rtObjectGetOwnPropertyDescriptor(object, key).get;
-}
 
 // V8's gc extension, exposed as `__code_mode_gc`: a global function declaration, which
 // cannot be deleted. The runtime keeps the function and leaves `undefined` behind.
@@ -158,7 +160,7 @@ function rtBuffers() {
 // ---------------------------------------------------------------------------
 // Installation.
 
-function rtDefine(object, key, value, writable) {
+const rtDefine = (function rtDefine(object, key, value, writable) {
   rtObjectDefineProperty(object, key, {
     __proto__: null,
     value,
@@ -166,19 +168,19 @@ function rtDefine(object, key, value, writable) {
     enumerable: false,
     configurable: true,
   });
-}
+});
 
-function rtWrapMethod(object, key, apply) {
+const rtWrapMethod = (function rtWrapMethod(object, key, apply) {
   const descriptor = rtObjectGetOwnPropertyDescriptor(object, key);
   if (descriptor === undefined) return; // not in this V8
   // No prototype: a program's `Object.prototype.get` is no trap.
   rtDefine(object, key, new rtProxy(descriptor.value, { __proto__: null, apply }), true);
-}
+});
 
 // Replaces the global constructor `original` with `wrapper`, a bound function of
 // `inner` (which then sees `new.target` as the program's subclass, or as `inner`).
 // (No program code has run yet: the descriptors read here are plain.)
-function rtWrapConstructor(original, inner) {
+const rtWrapConstructor = (function rtWrapConstructor(original, inner) {
   const prototype = original.prototype;
   inner.prototype = prototype; // `instanceof` of a bound function asks its target
   rtObjectSetPrototypeOf(inner, rtObjectGetPrototypeOf(original)); // the bound one's, too
@@ -194,12 +196,12 @@ function rtWrapConstructor(original, inner) {
   }
   rtDefine(prototype, "constructor", wrapper, true);
   rtDefine(rtGlobal, original.name, wrapper, true);
-}
+});
 
 // `new.target` is `inner` for `new Uint8Array(...)` itself: the original is then the
 // new target (V8's fast path), and the program's subclass otherwise. No argument, a
 // length of at most 64 bytes and a view of a buffer allocate nothing to count.
-function rtTypedArrayConstructor(original, size) {
+const rtTypedArrayConstructor = (function rtTypedArrayConstructor(original, size) {
   return function inner() {
     // Called without `new`: the original throws its TypeError.
     if (new.target === undefined) return rtReflectApply(original, undefined, arguments);
@@ -218,14 +220,14 @@ function rtTypedArrayConstructor(original, size) {
     }
     return rtBuffers().constructTypedArray(original, size, arguments, newTarget);
   };
-}
+});
 
 // A method's `apply` trap: the accounting's method of the same name.
-function rtLazyTrap(name) {
+const rtLazyTrap = (function rtLazyTrap(name) {
   return (target, thisArg, args) => rtBuffers()[name](target, thisArg, args);
-}
+});
 
-function rtInstallBufferAccounting() {
+const rtInstallBufferAccounting = (function rtInstallBufferAccounting() {
   rtWrapConstructor(rtArrayBuffer, function inner() {
     if (new.target === undefined) return rtReflectApply(rtArrayBuffer, undefined, arguments);
     const newTarget = new.target === inner ? rtArrayBuffer : new.target;
@@ -265,6 +267,6 @@ function rtInstallBufferAccounting() {
   for (let i = 0; i < methods.length; i++) {
     rtWrapMethod(rtTypedArrayPrototype, methods[i], rtLazyTrap(methods[i]));
   }
-}
+});
 
 rtInstallBufferAccounting();

@@ -98,11 +98,11 @@ const RT_FLUSH_CHARS = RT_CHUNK;
 
 // The queue has no prototype: accessors a program defines on `Array.prototype`
 // (say, a setter/getter for "0") must not see or forge queued messages.
-function rtNewQueue() {
+const rtNewQueue = (function rtNewQueue() {
   const queue = [];
   rtObjectSetPrototypeOf(queue, null);
   return queue;
-}
+});
 let rtQueue = rtNewQueue();
 let rtQueueChars = 0;
 
