@@ -92,7 +92,9 @@ class CellCallbacks:
         self._notify_scopes: set[trio.CancelScope] = set()  # delivering tasks
         self._notify_queue: deque[str] = deque()  # notifications waiting for one
         self._notifying = 0  # notifications with the delegate now
-        self._callbacks_changed = trio.Event()
+        # Set when a callback finishes, for cancel() (the only one waiting for that);
+        # None while nobody waits, so a finishing tool call creates no Event.
+        self._callbacks_changed: trio.Event | None = None
         #: A ``max_pending_notifications`` breach: the cell cancels its notifications.
         self.overflowed = False
 
@@ -115,8 +117,10 @@ class CellCallbacks:
         # Not a reason to wake the cell task: of the callbacks, it only ever waits for
         # notifications to finish (_deliver_notifications wakes it). Waking it after
         # every tool call cost a task switch per call.
-        self._callbacks_changed.set()
-        self._callbacks_changed = trio.Event()
+        changed = self._callbacks_changed
+        if changed is not None:
+            self._callbacks_changed = None
+            changed.set()
 
     # ------------------------------------------------------------------------------
     # Tool calls
@@ -252,7 +256,10 @@ class CellCallbacks:
                 scope.cancel()
         with trio.move_on_after(self._config.callback_grace):
             while self._tool_scopes or (notifications and self._notify_scopes):
-                await self._callbacks_changed.wait()
+                changed = self._callbacks_changed
+                if changed is None:  # (another cancel() may wait on one already)
+                    changed = self._callbacks_changed = trio.Event()
+                await changed.wait()
         self._tool_scopes.clear()
         if notifications:
             self._notify_scopes.clear()
