@@ -1,23 +1,27 @@
 """A cell's in-flight callbacks: its tool calls and notifications.
 
-Each callback runs as a task of the *session* nursery, not of the cell's task, inside a
-cancel scope of its own that the cell cancels when it ends. Why the session nursery?
-A delegate that ignores cancellation must not hold the cell past ``callback_grace``:
-the cell abandons such a callback (its outcome is dropped) and closes, and the
-callback can only hold the session block open, which structured concurrency demands
-anyway.
+Callbacks run as tasks of the *session* nursery, not of the cell's task, and the cell
+cancels them when it ends. Why the session nursery? A delegate that ignores
+cancellation must not hold the cell past ``callback_grace``: the cell abandons such a
+callback (its outcome is dropped) and closes, and the callback can only hold the
+session block open, which structured concurrency demands anyway.
 
 A tool call is one task: the program awaits each result, and a ``PendingFrontier``
-lists the outstanding calls in call order. Notifications wait in a queue served by at
-most :data:`NOTIFY_CONCURRENCY` tasks, each handing the delegate one notification
-after another, so a burst costs a few tasks rather than one per notification. A
-delegate that falls ``max_pending_notifications`` behind breaks the cell's limit:
-waiting for it would hold the cell open for as long as it lags.
+lists the outstanding calls in call order. The tool calls of a cell are children of
+one nursery inside one cancel scope, both held by a *runner* task of the session
+nursery, started with the cell's first tool call and ended with the cell (or its
+cancellation of the callbacks): entering and leaving a cancel scope per call cost
+about a tenth of the trio thread's time in a loop of sequential calls. Notifications
+wait in a queue served by at most :data:`NOTIFY_CONCURRENCY` tasks, each in a cancel
+scope of its own, handing the delegate one notification after another, so a burst
+costs a few tasks rather than one per notification. A delegate that falls
+``max_pending_notifications`` behind breaks the cell's limit: waiting for it would
+hold the cell open for as long as it lags.
 
 The cell stays the state machine and this module never imports it: the cell passes
 what callbacks need (where a tool's outcome goes, how to wake the cell task) and reads
-back what is in flight. Starting a callback costs what it did inside the cell: one
-cancel scope and one task, no checkpoint.
+back what is in flight. Starting a tool call costs one task and no checkpoint (the
+first one of a cell also starts the runner, and runs one scheduler pass later).
 """
 
 from __future__ import annotations
@@ -60,7 +64,11 @@ class CellCallbacks:
         "_notifying",
         "_nursery",
         "_results_to",
-        "_tool_scopes",
+        "_tool_backlog",
+        "_tool_calls",
+        "_tool_nursery",
+        "_tool_scope",
+        "_tools_closed",
         "_wake_cell",
         "overflowed",
     )
@@ -88,18 +96,25 @@ class CellCallbacks:
         self._config = config
         self._results_to = results_to
         self._wake_cell = wake_cell
-        self._tool_scopes: dict[str, trio.CancelScope] = {}  # outstanding, call order
+        self._tool_calls: dict[str, None] = {}  # the outstanding ids, in call order
+        # The runner's (see _run_tools): None until it runs, and again once it ended.
+        self._tool_scope: trio.CancelScope | None = None
+        self._tool_nursery: trio.Nursery | None = None
+        self._tool_backlog: list[NestedToolCall] = []  # for the runner to start
+        self._tools_closed = False  # the cell cancelled its tool calls, or ended
         self._notify_scopes: set[trio.CancelScope] = set()  # delivering tasks
         self._notify_queue: deque[str] = deque()  # notifications waiting for one
         self._notifying = 0  # notifications with the delegate now
-        self._callbacks_changed = trio.Event()
+        # Set when a callback finishes, for cancel() (the only one waiting for that);
+        # None while nobody waits, so a finishing tool call creates no Event.
+        self._callbacks_changed: trio.Event | None = None
         #: A ``max_pending_notifications`` breach: the cell cancels its notifications.
         self.overflowed = False
 
     @property
     def in_flight(self) -> bool:
         """Whether any tool call or notification has not finished yet."""
-        return bool(self._tool_scopes or self._notify_scopes)
+        return bool(self._tool_calls or self._notify_scopes)
 
     @property
     def notifying(self) -> bool:
@@ -109,21 +124,23 @@ class CellCallbacks:
 
     def pending_tool_call_ids(self) -> list[str]:
         """The outstanding tool calls' ids, in call order (a frontier's list)."""
-        return list(self._tool_scopes)
+        return list(self._tool_calls)
 
     def _finished(self) -> None:
         # Not a reason to wake the cell task: of the callbacks, it only ever waits for
         # notifications to finish (_deliver_notifications wakes it). Waking it after
         # every tool call cost a task switch per call.
-        self._callbacks_changed.set()
-        self._callbacks_changed = trio.Event()
+        changed = self._callbacks_changed
+        if changed is not None:
+            self._callbacks_changed = None
+            changed.set()
 
     # ------------------------------------------------------------------------------
     # Tool calls
 
     def start_tool_call(self, tool: ToolDefinition, event: ToolCallRequested) -> str | None:
         """Start the program's call of ``tool``; the limit it breaks, if any."""
-        if len(self._tool_scopes) >= self._config.max_outstanding_tool_calls:
+        if len(self._tool_calls) >= self._config.max_outstanding_tool_calls:
             return (
                 f"exec cell exceeded its limit of {self._config.max_outstanding_tool_calls} "
                 "outstanding tool calls (RuntimeConfig.max_outstanding_tool_calls)"
@@ -135,28 +152,53 @@ class CellCallbacks:
             tool_kind=tool.kind,
             input=event.input if event.has_input else None,
         )
-        scope = trio.CancelScope()
-        self._tool_scopes[event.id] = scope
-        self._nursery.start_soon(self._run_tool_call, call, scope)
+        self._tool_calls[event.id] = None
+        nursery = self._tool_nursery
+        if nursery is not None:
+            nursery.start_soon(self._run_tool_call, call)
+            return None
+        self._tool_backlog.append(call)
+        if len(self._tool_backlog) == 1:
+            self._nursery.start_soon(self._run_tools)
         return None
 
-    async def _run_tool_call(self, call: NestedToolCall, scope: trio.CancelScope) -> None:
+    async def _run_tools(self) -> None:
+        """The runner: holds the nursery and the cancel scope of the cell's tool calls
+        until the cell cancels them or ends, then until the last one has finished (or
+        forever, for one that ignores cancellation: the cell no longer waits for it)."""
+        scope = self._tool_scope = trio.CancelScope()
+        if self._tools_closed:
+            # Cancelled before the runner ran: its calls still start (the delegate sees
+            # each call and its cancellation, as it would have a moment later).
+            scope.cancel()
+        try:
+            with scope:
+                async with trio.open_nursery() as nursery:
+                    self._tool_nursery = nursery
+                    backlog, self._tool_backlog = self._tool_backlog, []
+                    for call in backlog:
+                        nursery.start_soon(self._run_tool_call, call)
+                    await trio.sleep_forever()
+        finally:
+            # No checkpoint since the nursery closed: nothing was started in it since.
+            self._tool_nursery = None
+            self._tool_scope = None
+
+    async def _run_tool_call(self, call: NestedToolCall) -> None:
         ok = False
         value: Any = None
         message = ""
         try:
-            with scope:
-                try:
-                    value = await self._delegate.invoke_tool(call)
-                    ok = True
-                except Exception as error:
-                    # An exception without a message still says what it was.
-                    message = describe_exception(error)
+            try:
+                value = await self._delegate.invoke_tool(call)
+                ok = True
+            except Exception as error:
+                # An exception without a message still says what it was.
+                message = describe_exception(error)
         finally:
-            self._tool_scopes.pop(call.runtime_tool_call_id, None)
+            # Cancelled (the runner's scope) goes on to the runner: no outcome to send.
+            self._tool_calls.pop(call.runtime_tool_call_id, None)
             self._finished()
-        if scope.cancelled_caught:
-            return
         isolate = self._results_to()
         if isolate is None:
             return
@@ -235,24 +277,37 @@ class CellCallbacks:
     # ------------------------------------------------------------------------------
     # Cancellation
 
+    def _cancel_tools(self) -> None:
+        self._tools_closed = True
+        if self._tool_scope is not None:
+            self._tool_scope.cancel()
+
+    def close(self) -> None:
+        """The cell ended: end the tool calls' runner (at once when none is left; a
+        cell that completed with nothing in flight never called :meth:`cancel`)."""
+        self._cancel_tools()
+
     async def cancel(self, *, notifications: bool) -> None:
         """Cancel in-flight tool calls (and notifications if asked), then give them
         ``callback_grace`` seconds to finish. One that ignores cancellation longer is
         abandoned: its result is dropped and it finishes in the session nursery."""
-        if not self._tool_scopes and not (notifications and self._notify_scopes):
+        if not self._tool_calls and not (notifications and self._notify_scopes):
             # Nothing to cancel or wait for (a short cell): no cancel scope to open.
+            self._cancel_tools()
             if notifications:
                 self._notify_queue.clear()
             return
-        for scope in list(self._tool_scopes.values()):
-            scope.cancel()
+        self._cancel_tools()
         if notifications:
             self._notify_queue.clear()
             for scope in list(self._notify_scopes):
                 scope.cancel()
         with trio.move_on_after(self._config.callback_grace):
-            while self._tool_scopes or (notifications and self._notify_scopes):
-                await self._callbacks_changed.wait()
-        self._tool_scopes.clear()
+            while self._tool_calls or (notifications and self._notify_scopes):
+                changed = self._callbacks_changed
+                if changed is None:  # (another cancel() may wait on one already)
+                    changed = self._callbacks_changed = trio.Event()
+                await changed.wait()
+        self._tool_calls.clear()
         if notifications:
             self._notify_scopes.clear()

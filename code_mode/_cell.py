@@ -722,6 +722,7 @@ class Cell:
                 await self._isolate.terminate()
             await self._callbacks.cancel(notifications=True)
             self._finish_termination()
+        self._callbacks.close()  # (a cell that completed at once never cancelled them)
         if self.phase is not Phase.CLAIMED:
             self.phase = Phase.CLOSED
         if self._isolate is not None:

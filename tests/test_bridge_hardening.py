@@ -42,6 +42,7 @@ from code_mode._engine._bridge import (
     TimerSet,
     ToolCallRequested,
     YieldRequested,
+    json_depth_exceeds,
 )
 
 from .helpers import SAFETY, GateDelegate, config, request
@@ -547,6 +548,26 @@ def test_a_violation_anywhere_in_a_batch_rejects_the_whole_batch() -> None:
                 ]
             )
         )
+
+
+@pytest.mark.parametrize(
+    ("value", "depth"),
+    [
+        (1, 0),
+        ("x", 0),
+        (None, 0),
+        ({}, 1),
+        ([], 1),
+        ({"i": 1, "s": "x", "n": None}, 1),
+        ([1, "x", True], 1),
+        ({"a": 1, "b": {}}, 2),
+        ([1, [2, [3]]], 3),
+        ({"a": [{"b": [{}]}]}, 5),
+    ],
+)
+def test_json_depth_exceeds_only_past_the_limit(value: Any, depth: int) -> None:
+    for limit in range(6):
+        assert json_depth_exceeds(value, limit) is (depth > limit), (value, limit)
 
 
 def test_json_depth_counts_objects_and_arrays_alike() -> None:

@@ -104,6 +104,20 @@ EngineEvent: TypeAlias = (
 
 def json_depth_exceeds(value: JSON, limit: int) -> bool:
     """Whether ``value`` nests deeper than ``limit`` arrays/objects (iterative)."""
+    # The common shapes first, without the walk's stack: a scalar, or one object or
+    # array of scalars (a tool's arguments or result, twice per tool call).
+    if isinstance(value, dict):
+        children: Any = value.values()
+    elif isinstance(value, list):
+        children = value
+    else:
+        return False
+    if limit >= 1:
+        for child in children:
+            if isinstance(child, dict | list):
+                break
+        else:
+            return False
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()

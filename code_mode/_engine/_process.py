@@ -34,7 +34,7 @@ import trio
 
 from ._backend import IsolateHandle, IsolateSink
 from ._native import NativeIsolateError
-from ._wire import FrameError, FrameReader, frame
+from ._wire import FrameError, FrameReader, frame, post_frame
 from ._worker_main import BOOTSTRAP
 
 logger = logging.getLogger("code_mode")
@@ -317,9 +317,13 @@ class WorkerProcess:
     # -- used by RemoteIsolate -----------------------------------------------------
 
     def send(self, header: dict[str, Any], body: str | None = None) -> None:
+        if self.alive:
+            self.send_frame(frame(header, body))
+
+    def send_frame(self, data: bytes) -> None:
+        """Send one encoded frame (see :mod:`._wire`)."""
         if not self.alive:
             return
-        data = frame(header, body)
         fd = self._stdin_fd
         if fd is not None and self._queued == 0:
             try:
@@ -410,12 +414,7 @@ class RemoteIsolate:
         self._id = isolate_id
 
     def post(self, code: str, tag: int, quiet: bool = False, probe: int | None = None) -> None:
-        header: dict[str, Any] = {"op": "post", "id": self._id, "tag": tag}
-        if quiet:
-            header["quiet"] = True
-        if probe is not None:
-            header["probe"] = probe
-        self._worker.send(header, code)
+        self._worker.send_frame(post_frame(self._id, tag, code, quiet=quiet, probe=probe))
 
     def cancel(self, tag: int) -> None:
         self._worker.send({"op": "cancel", "id": self._id, "tag": tag})

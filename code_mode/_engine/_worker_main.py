@@ -32,7 +32,7 @@ from typing import Any, BinaryIO
 
 from . import _confine
 from ._native import NativeIsolate, NativeIsolateError, initialise_v8
-from ._wire import FrameReader, frame
+from ._wire import FrameReader, batch_frame, frame, task_frame
 
 #: The ``python -c`` program that starts a worker. It registers a bare ``code_mode``
 #: package so that importing this module does not run ``code_mode/__init__.py`` (trio,
@@ -60,7 +60,10 @@ class _Writer:
         self._lock = threading.Lock()
 
     def send(self, header: dict[str, Any], body: str | None = None) -> None:
-        data = frame(header, body)
+        self.write(frame(header, body))
+
+    def write(self, data: bytes) -> None:
+        """Write one encoded frame (whole: frames of several threads never mix)."""
         with self._lock:
             try:
                 self._stream.write(data)
@@ -150,15 +153,10 @@ def serve(
 
     def create(isolate_id: int, memory: int, max_message: int) -> None:
         def on_batch(text: str | None) -> None:
-            if text is None:
-                writer.send({"ev": "batch", "id": isolate_id, "oversized": True})
-            else:
-                writer.send({"ev": "batch", "id": isolate_id}, text)
+            writer.write(batch_frame(isolate_id, text))
 
         def on_task(tag: int, outcome: str, detail: str) -> None:
-            writer.send(
-                {"ev": "task", "id": isolate_id, "tag": tag, "outcome": outcome, "detail": detail}
-            )
+            writer.write(task_frame(isolate_id, tag, outcome, detail))
 
         try:
             native = NativeIsolate(

@@ -4,14 +4,15 @@
 program", "here is the result of ``tool-3``", "timer 2 fired", "terminate", and hears
 back typed events through an :class:`EngineListener`, all on the trio thread.
 
-Commands are coalesced: a command goes to the isolate at once when nothing is in
-flight, otherwise it waits for the evaluation in flight to end and goes with every
-other command that arrived meanwhile, as one evaluation followed by a *probe*, in
-one request to the backend. Because the isolate thread runs posted tasks in order and
-drains microtasks after each one, the probe finishing means every input sent so far
-has been processed and the microtask queue is empty; when no evaluation is left in
-flight the listener hears :meth:`EngineListener.on_engine_idle`, which the cell uses
-to detect a pending frontier.
+Commands are coalesced: a command goes to the isolate at once, as one evaluation
+followed by a *probe* in one request to the backend, while fewer than
+:data:`MAX_POSTS_IN_FLIGHT` such requests are in flight; otherwise it waits for one of
+them to end and goes with every other command that arrived meanwhile. Because the
+isolate thread runs posted tasks in order and drains microtasks after each one, the
+last probe finishing means every input sent so far has been processed and the
+microtask queue is empty; when no evaluation is left in flight the listener hears
+:meth:`EngineListener.on_engine_idle`, which the cell uses to detect a pending
+frontier.
 """
 
 from __future__ import annotations
@@ -35,6 +36,14 @@ from ._native import (
     TASK_TERMINATED,
 )
 from ._syntax_error import syntax_error_text
+
+#: Requests (a command batch and its probe) the isolate may have queued at once. Two,
+#: so that a tool result goes out while the probe of the batch that led to the call is
+#: still on its way back (in a sequential loop of calls it nearly always is): the
+#: result no longer waits for that report and one more crossing, and the isolate
+#: thread finds its next work queued instead of going to sleep. More would only split
+#: a burst of results (``Promise.all``) into more, smaller batches.
+MAX_POSTS_IN_FLIGHT = 2
 
 #: The last call on an interrupted isolate: flush only the output it had queued.
 DRAIN = '[{"t":"drain"}]'
@@ -268,10 +277,12 @@ class Isolate:
         if self._closed or self._terminating or self._failed:
             return
         self._outbox.append(command)
-        if not self._in_flight:
+        if len(self._in_flight) < MAX_POSTS_IN_FLIGHT:
             self._post_outbox()
-        # Otherwise the batch grows until the probe in flight ends (see _on_task):
+        # Otherwise the batch grows until a probe in flight ends (see _on_task):
         # commands arriving meanwhile, e.g. many parallel tool results, travel together.
+        # The isolate runs requests in order, so one posted behind another in flight
+        # changes nothing but when it arrives.
 
     def _post_outbox(self) -> None:
         native = self._native
@@ -369,7 +380,7 @@ class Isolate:
             self._fail("exec runtime ended unexpectedly")
             return
         assert outcome == TASK_OK
-        if self._outbox and not self._in_flight:
+        if self._outbox and len(self._in_flight) < MAX_POSTS_IN_FLIGHT:
             self._post_outbox()
         elif self.idle and self._listener is not None:
             self._listener.on_engine_idle()
