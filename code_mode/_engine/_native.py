@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -57,9 +58,19 @@ FIRST_PROGRAM_TAG: Final = 1024
 PROBE: Final = "[]"
 
 #: Layout of the runtime's outgoing buffer (``js/runtime.js``): int32 code units in
-#: this chunk, int32 chunk index, int32 *queued* flag, padding, then the UTF-16 units.
+#: this chunk, int32 chunk index, int32 *queued* flag, int32 *defer* flag (the batch
+#: holds only output), then the UTF-16 units.
 _QUEUED_OFFSET: Final = 8
+_DEFER_OFFSET: Final = 12
 _UNITS_OFFSET: Final = 16
+
+#: The most characters of output-only batches kept back (see
+#: :meth:`NativeIsolate._deliver`) before they are handed over anyway.
+KEPT_OUTPUT_CHARS: Final = 8192
+
+#: How often a worker process hands over output kept back while an evaluation runs
+#: (see ``_worker_main.serve``): the longest a spinning program's output waits there.
+KEPT_OUTPUT_POLL_SECONDS: Final = 0.002
 
 #: The ``detail`` of an ``ok`` or ``terminated`` report when the runtime's queue may
 #: still hold output (only a drain would hand it over); ``""`` when it holds none.
@@ -200,6 +211,13 @@ class NativeIsolate:
         self._chunks: list[str] = []
         self._chunk_chars = 0
         self._oversized = False
+        # Output-only batches kept back until the next batch or the end of the
+        # evaluation (see _deliver); the lock orders them with a flush from another
+        # thread (flush_output).
+        self._kept: list[str] = []
+        self._kept_chars = 0
+        self._kept_since = 0.0  # time.monotonic() when the first of them was kept
+        self._kept_lock = threading.Lock()
         self._buffer_address = 0
         self._closed = False
         self._lock = threading.Lock()
@@ -371,10 +389,65 @@ class NativeIsolate:
                 self._chunks.append(raw.decode("utf-16-le", "replace"))
         if last:
             text = None if self._oversized else "".join(self._chunks)
+            defer = ctypes.c_int32.from_address(address + _DEFER_OFFSET).value == 1
             self._chunks = []
             self._chunk_chars = 0
             self._oversized = False
+            self._deliver(text, defer)
+
+    def _deliver(self, text: str | None, defer: bool) -> None:
+        """Hand a batch over, or keep it back when it holds only output (``defer``).
+
+        The runtime flushes every output item at once, so that a program that prints
+        and then spins has handed it over. Handing each such batch to the host at once
+        made a short program cross back twice (``[started, text]``, then ``[done]``),
+        and the second doorbell waited for the GIL while the host handled the first.
+        So an output-only batch waits here, in the native layer, for the next batch
+        (sent with it, as one), or for the end of the evaluation (:meth:`_on_result`
+        hands it over before reporting that), or for :meth:`flush_output` (a host
+        that needs the output of a program that is still running); and it goes out at
+        once past :data:`KEPT_OUTPUT_CHARS`."""
+        with self._kept_lock:
+            if text is not None and (defer or self._kept):
+                if not self._kept:
+                    self._kept_since = time.monotonic()
+                self._kept.append(text)
+                self._kept_chars += len(text)
+                if defer and self._kept_chars <= KEPT_OUTPUT_CHARS:
+                    return
+                self._release_kept()
+                return
+            self._release_kept()
             self._on_batch(text)
+
+    def _release_kept(self) -> None:
+        """Hand over the batches kept back (under ``_kept_lock``): as one batch when
+        they fit in the message limit together."""
+        held = self._kept
+        if not held:
+            return
+        self._kept = []
+        self._kept_chars = 0
+        if len(held) > 1:
+            merged = "[" + ",".join([batch[1:-1] for batch in held]) + "]"
+            if len(merged) <= self._max_message_chars:
+                held = [merged]
+        for batch in held:
+            self._on_batch(batch)
+
+    def flush_output(self, kept_before: float | None = None) -> None:
+        """Hand over output kept back now (callable from any thread): the program
+        may still be running, and its host needs what it printed. With
+        ``kept_before`` (a ``time.monotonic()`` value), only if it has been kept
+        since before then."""
+        if self._kept and (kept_before is None or self._kept_since < kept_before):
+            with self._kept_lock:
+                self._release_kept()
+
+    @property
+    def busy(self) -> bool:
+        """An evaluation is in flight (one that may keep output back)."""
+        return bool(self._tasks)
 
     def _output_queued(self) -> bool:
         """Whether the runtime's queue may hold output. Read on the isolate thread when
@@ -423,6 +496,9 @@ class NativeIsolate:
         self._quiet.discard(tag)  # a failure is reported, quiet or not
         if outcome in (TASK_OK, TASK_TERMINATED) and self._output_queued():
             detail = QUEUED
+        # Output kept back goes before the report that the evaluation ended (a quiet
+        # success is implied by the probe queued behind it, which does this).
+        self.flush_output()
         self._on_task(tag, outcome, detail)
 
     # -- teardown (blocking) ----------------------------------------------------
@@ -435,6 +511,9 @@ class NativeIsolate:
         _pkeys.adopt_v8_rights()  # Isolate::Dispose runs on this thread
         ctx, self._ctx = self._ctx, None
         self._buffer_address = 0
+        with self._kept_lock:
+            self._kept = []
+            self._kept_chars = 0
         if ctx:
             for handle in self._keep:
                 self._dll.mr_free_value(ctx, handle)
