@@ -655,26 +655,10 @@ const rtStart = (function rtStart(command) {
     const d = command.tools[i];
     allTools[i] = { name: d.ident, description: d.description };
   }
-  const console = {
-    log: rtConsoleMethod(),
-    info: rtConsoleMethod(),
-    warn: rtConsoleMethod(),
-    error: rtConsoleMethod(),
-    debug: rtConsoleMethod(),
-  };
+  // The other globals were defined with the prelude (see rtDefineGlobals); these two
+  // replace its placeholders, keeping their place in the global object's key order.
   rtDefineGlobal("tools", rtMakeTools(command.tools));
   rtDefineGlobal("ALL_TOOLS", allTools);
-  rtDefineGlobal("clearTimeout", rtClearTimeout);
-  rtDefineGlobal("setTimeout", rtSetTimeout);
-  rtDefineGlobal("text", rtText);
-  rtDefineGlobal("image", rtImage);
-  rtDefineGlobal("forward_output", rtForwardOutput);
-  rtDefineGlobal("console", console);
-  rtDefineGlobal("store", rtStore);
-  rtDefineGlobal("load", rtLoad);
-  rtDefineGlobal("notify", rtNotify);
-  rtDefineGlobal("yield_control", rtYieldControl);
-  rtDefineGlobal("exit", rtExit);
 
   // Queued, not flushed: it travels with the next batch. The host counts a yield
   // window from when it posted this start command to the idle isolate, so a program
@@ -792,6 +776,35 @@ const rtRecv = (function rtRecv() {
 for (const name of ["console", "Atomics", "SharedArrayBuffer", "WebAssembly"]) {
   delete rtGlobal[name];
 }
+
+// The globals a program sees, except what depends on its start command (`tools`,
+// `ALL_TOOLS`: placeholders until rtStart defines them). Defined here, with the
+// prelude, which a warm isolate has evaluated before a cell takes it: a cell's start
+// then defines two globals instead of thirteen. They are what rtStart would define
+// (no value depends on the cell), and no program runs before its start command.
+function rtDefineGlobals() {
+  const console = {
+    log: rtConsoleMethod(),
+    info: rtConsoleMethod(),
+    warn: rtConsoleMethod(),
+    error: rtConsoleMethod(),
+    debug: rtConsoleMethod(),
+  };
+  rtDefineGlobal("tools", undefined);
+  rtDefineGlobal("ALL_TOOLS", undefined);
+  rtDefineGlobal("clearTimeout", rtClearTimeout);
+  rtDefineGlobal("setTimeout", rtSetTimeout);
+  rtDefineGlobal("text", rtText);
+  rtDefineGlobal("image", rtImage);
+  rtDefineGlobal("forward_output", rtForwardOutput);
+  rtDefineGlobal("console", console);
+  rtDefineGlobal("store", rtStore);
+  rtDefineGlobal("load", rtLoad);
+  rtDefineGlobal("notify", rtNotify);
+  rtDefineGlobal("yield_control", rtYieldControl);
+  rtDefineGlobal("exit", rtExit);
+}
+rtDefineGlobals();
 rtObjectDefineProperty(Error, "prepareStackTrace", {
   value: rtPrepareStackTrace,
   writable: true,
