@@ -56,8 +56,8 @@ class IsolateHandle(Protocol):
 
     def collect_output(self) -> None:
         """Report output the isolate keeps back while its program runs (see
-        ``NativeIsolate._deliver``) now, if it can without waiting; a worker process
-        hands it over on its own within ``KEPT_OUTPUT_POLL_SECONDS``."""
+        ``NativeIsolate._deliver``) now (``thread`` mode; a worker process keeps
+        none back)."""
         ...
 
     async def close(self) -> None: ...
@@ -181,6 +181,7 @@ class ThreadBackend:
                 max_message_chars=max_message_chars,
                 on_batch=on_batch,
                 on_task=on_task,
+                keep_output=True,  # see collect_output
             )
 
         async with self._creating:

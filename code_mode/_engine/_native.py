@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import ctypes
 import threading
-import time
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -67,10 +66,6 @@ _UNITS_OFFSET: Final = 16
 #: The most characters of output-only batches kept back (see
 #: :meth:`NativeIsolate._deliver`) before they are handed over anyway.
 KEPT_OUTPUT_CHARS: Final = 8192
-
-#: How often a worker process hands over output kept back while an evaluation runs
-#: (see ``_worker_main.serve``): the longest a spinning program's output waits there.
-KEPT_OUTPUT_POLL_SECONDS: Final = 0.002
 
 #: The ``detail`` of an ``ok`` or ``terminated`` report when the runtime's queue may
 #: still hold output (only a drain would hand it over); ``""`` when it holds none.
@@ -202,6 +197,7 @@ class NativeIsolate:
         max_message_chars: int,
         on_batch: BatchSink,
         on_task: TaskSink,
+        keep_output: bool = False,
     ) -> None:
         self._dll = _library()
         self._held = _held_library()
@@ -216,8 +212,8 @@ class NativeIsolate:
         # thread (flush_output).
         self._kept: list[str] = []
         self._kept_chars = 0
-        self._kept_since = 0.0  # time.monotonic() when the first of them was kept
         self._kept_lock = threading.Lock()
+        self._keep_output = keep_output
         self._buffer_address = 0
         self._closed = False
         self._lock = threading.Lock()
@@ -396,21 +392,22 @@ class NativeIsolate:
             self._deliver(text, defer)
 
     def _deliver(self, text: str | None, defer: bool) -> None:
-        """Hand a batch over, or keep it back when it holds only output (``defer``).
+        """Hand a batch over, or, with ``keep_output``, keep it back when it holds
+        only output (``defer``).
 
         The runtime flushes every output item at once, so that a program that prints
         and then spins has handed it over. Handing each such batch to the host at once
         made a short program cross back twice (``[started, text]``, then ``[done]``),
-        and the second doorbell waited for the GIL while the host handled the first.
-        So an output-only batch waits here, in the native layer, for the next batch
-        (sent with it, as one), or for the end of the evaluation (:meth:`_on_result`
-        hands it over before reporting that), or for :meth:`flush_output` (a host
-        that needs the output of a program that is still running); and it goes out at
-        once past :data:`KEPT_OUTPUT_CHARS`."""
+        and in ``thread`` mode the second doorbell waited for the GIL while the host
+        handled the first. So an output-only batch waits here for the next batch (sent
+        with it, as one), or for the end of the evaluation (:meth:`_on_result` hands
+        it over before reporting that), or for :meth:`flush_output` (a host that needs
+        the output of a program that is still running); and it goes out at once past
+        :data:`KEPT_OUTPUT_CHARS`. A worker process does not keep output back: its
+        host handles the first batch while the worker makes the second (no shared
+        GIL), and nothing there could ask for kept output without waiting for it."""
         with self._kept_lock:
-            if text is not None and (defer or self._kept):
-                if not self._kept:
-                    self._kept_since = time.monotonic()
+            if text is not None and (self._kept or (defer and self._keep_output)):
                 self._kept.append(text)
                 self._kept_chars += len(text)
                 if defer and self._kept_chars <= KEPT_OUTPUT_CHARS:
@@ -435,19 +432,12 @@ class NativeIsolate:
         for batch in held:
             self._on_batch(batch)
 
-    def flush_output(self, kept_before: float | None = None) -> None:
+    def flush_output(self) -> None:
         """Hand over output kept back now (callable from any thread): the program
-        may still be running, and its host needs what it printed. With
-        ``kept_before`` (a ``time.monotonic()`` value), only if it has been kept
-        since before then."""
-        if self._kept and (kept_before is None or self._kept_since < kept_before):
+        may still be running, and its host needs what it printed."""
+        if self._kept:
             with self._kept_lock:
                 self._release_kept()
-
-    @property
-    def busy(self) -> bool:
-        """An evaluation is in flight (one that may keep output back)."""
-        return bool(self._tasks)
 
     def _output_queued(self) -> bool:
         """Whether the runtime's queue may hold output. Read on the isolate thread when

@@ -424,7 +424,7 @@ class RemoteIsolate:
         self._worker.set_limits(self._id, memory_limit_bytes, max_message_chars)
 
     def collect_output(self) -> None:
-        pass  # the worker hands it over on its own (see _worker_main.serve)
+        pass  # a worker process keeps no output back (see NativeIsolate._deliver)
 
     async def close(self) -> None:
         await self._worker.close_isolate(self._id)

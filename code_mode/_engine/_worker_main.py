@@ -23,20 +23,13 @@ pipe and fails the cells that lived here.
 from __future__ import annotations
 
 import os
-import select
 import sys
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
 
 from . import _confine
-from ._native import (
-    KEPT_OUTPUT_POLL_SECONDS,
-    NativeIsolate,
-    NativeIsolateError,
-    initialise_v8,
-)
+from ._native import NativeIsolate, NativeIsolateError, initialise_v8
 from ._wire import FrameReader, frame
 
 #: The ``python -c`` program that starts a worker. It registers a bare ``code_mode``
@@ -132,22 +125,8 @@ def serve(
         writer.send({"ev": "closed", "id": isolate_id})
 
     reader = FrameReader()
-    fd = stdin.fileno()
     while True:
-        # While an evaluation runs, its isolate may keep output back (to send it with
-        # the program's next batch, see NativeIsolate._deliver); a program that spins
-        # after printing sends none, so its output is handed over from here once it
-        # has waited KEPT_OUTPUT_POLL_SECONDS.
-        with lock:
-            running = [each for each in isolates.values() if each.busy]
-        if running:
-            ready, _, _ = select.select([fd], [], [], KEPT_OUTPUT_POLL_SECONDS)
-            kept_before = time.monotonic() - KEPT_OUTPUT_POLL_SECONDS
-            for each in running:
-                each.flush_output(kept_before)
-            if not ready:
-                continue
-        data = os.read(fd, 1 << 16)
+        data = os.read(stdin.fileno(), 1 << 16)
         if not data:
             break
         for header, body in reader.feed(data):

@@ -242,10 +242,10 @@ class Isolate:
             await native.close()
 
     def collect_output(self) -> None:
-        """Have output the isolate keeps back while its program runs reported now, if
-        that needs no waiting (``thread`` mode; a worker process hands it over within
-        milliseconds on its own): a yield window that ends while the program spins
-        carries what it printed. Reports may reach the listener from inside this call."""
+        """Have output the isolate keeps back while its program runs reported now
+        (``thread`` mode; a worker process keeps none back): a yield window that ends
+        while the program spins carries what it printed. Reports may reach the
+        listener from inside this call."""
         native = self._native
         if native is not None and not self._closed:
             native.collect_output()
