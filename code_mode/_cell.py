@@ -627,6 +627,13 @@ class Cell:
             )
             return
         observer = self._observer
+        if observer is not None and observer.deadline <= now and self._isolate is not None:
+            # Output the isolate keeps back belongs in this yield (it may also bring
+            # the program's end, or a broken limit: then that is what counts).
+            self._isolate.collect_output()
+            if self.phase is not Phase.RUNNING or self._finished is not None or self._failure:
+                return
+            observer = self._observer
         if observer is not None and observer.deadline <= now:
             self._resolve(Yielded(self._take_buffer()))
         due = sorted(

@@ -30,6 +30,7 @@ native = NativeIsolate(
     max_message_chars=1 << 20,
     on_batch=on_batch,
     on_task=lambda tag, outcome, detail: events.put(("task", tag, outcome)),
+    keep_output=True,  # as in thread mode
 )
 
 def start(source):

@@ -54,6 +54,12 @@ class IsolateHandle(Protocol):
         a warm isolate was prepared with the defaults)."""
         ...
 
+    def collect_output(self) -> None:
+        """Report output the isolate keeps back while its program runs (see
+        ``NativeIsolate._deliver``) now (``thread`` mode; a worker process keeps
+        none back)."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -98,9 +104,10 @@ class _ReportQueue:
                 return
             self._scheduled = True
         with contextlib.suppress(trio.RunFinishedError):
-            self._token.run_sync_soon(self._drain)
+            self._token.run_sync_soon(self.drain)
 
-    def _drain(self) -> None:
+    def drain(self) -> None:
+        """Hand the queued reports over now (on the trio thread)."""
         with self._lock:
             reports, self._reports = self._reports, []
             self._scheduled = False
@@ -112,9 +119,12 @@ class _ReportQueue:
 
 
 class _ThreadIsolate:
-    def __init__(self, native: NativeIsolate, disposer: BlockingWorkers) -> None:
+    def __init__(
+        self, native: NativeIsolate, disposer: BlockingWorkers, reports: _ReportQueue
+    ) -> None:
         self._native = native
         self._disposer = disposer
+        self._reports = reports
 
     def post(self, code: str, tag: int, quiet: bool = False, probe: int | None = None) -> None:
         self._native.post(code, tag, quiet, probe)
@@ -124,6 +134,12 @@ class _ThreadIsolate:
 
     def set_limits(self, memory_limit_bytes: int, max_message_chars: int) -> None:
         self._native.set_limits(memory_limit_bytes, max_message_chars)
+
+    def collect_output(self) -> None:
+        # Queued behind the reports not yet handed over, then all of them handed over:
+        # in order, as if trio had run the queue's drain a moment earlier.
+        self._native.flush_output()
+        self._reports.drain()
 
     async def close(self) -> None:
         await self._disposer.run(self._native.close)
@@ -165,11 +181,12 @@ class ThreadBackend:
                 max_message_chars=max_message_chars,
                 on_batch=on_batch,
                 on_task=on_task,
+                keep_output=True,  # see collect_output
             )
 
         async with self._creating:
             native = await self._worker.run(build)
-        return _ThreadIsolate(native, self._disposer)
+        return _ThreadIsolate(native, self._disposer, reports)
 
     def take_ready_isolate(
         self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
@@ -414,6 +431,9 @@ class _TakenIsolate:
 
     def set_limits(self, memory_limit_bytes: int, max_message_chars: int) -> None:
         self._handle.set_limits(memory_limit_bytes, max_message_chars)
+
+    def collect_output(self) -> None:
+        self._handle.collect_output()
 
     async def close(self) -> None:
         self._slot.first_task_done()

@@ -57,9 +57,15 @@ FIRST_PROGRAM_TAG: Final = 1024
 PROBE: Final = "[]"
 
 #: Layout of the runtime's outgoing buffer (``js/runtime.js``): int32 code units in
-#: this chunk, int32 chunk index, int32 *queued* flag, padding, then the UTF-16 units.
+#: this chunk, int32 chunk index, int32 *queued* flag, int32 *defer* flag (the batch
+#: holds only output), then the UTF-16 units.
 _QUEUED_OFFSET: Final = 8
+_DEFER_OFFSET: Final = 12
 _UNITS_OFFSET: Final = 16
+
+#: The most characters of output-only batches kept back (see
+#: :meth:`NativeIsolate._deliver`) before they are handed over anyway.
+KEPT_OUTPUT_CHARS: Final = 8192
 
 #: The ``detail`` of an ``ok`` or ``terminated`` report when the runtime's queue may
 #: still hold output (only a drain would hand it over); ``""`` when it holds none.
@@ -196,6 +202,7 @@ class NativeIsolate:
         max_message_chars: int,
         on_batch: BatchSink,
         on_task: TaskSink,
+        keep_output: bool = False,
     ) -> None:
         self._dll = _library()
         self._held = _held_library()
@@ -205,6 +212,13 @@ class NativeIsolate:
         self._chunks: list[str] = []
         self._chunk_chars = 0
         self._oversized = False
+        # Output-only batches kept back until the next batch or the end of the
+        # evaluation (see _deliver); the lock orders them with a flush from another
+        # thread (flush_output).
+        self._kept: list[str] = []
+        self._kept_chars = 0
+        self._kept_lock = threading.Lock()
+        self._keep_output = keep_output
         self._buffer_address = 0
         self._closed = False
         # Held around every native call that names this isolate's context once it is
@@ -357,27 +371,31 @@ class NativeIsolate:
                 return
             with self._lock:
                 if callback_id in (_BELL_MORE, _BELL_END):
-                    complete, batch = self._on_bell(callback_id == _BELL_END)
+                    complete, batch, defer = self._on_bell(callback_id == _BELL_END)
                     if self._ctx:
                         self._held.mr_free_value(self._ctx, raw)
                     report = None
                 else:
-                    complete, batch = False, None
+                    complete, batch, defer = False, None, False
                     report = self._on_result(callback_id, raw)
             # The sinks run outside the lock: they may take other locks of their own.
             if complete:
-                self._on_batch(batch)
+                self._deliver(batch, defer)
             if report is not None:
+                # Output kept back goes before the report that the evaluation ended
+                # (a quiet success is not reported: the probe queued behind it is).
+                self.flush_output()
                 self._on_task(*report)
         except BaseException:  # pragma: no cover - defensive
             pass
 
-    def _on_bell(self, last: bool) -> tuple[bool, str | None]:
-        """Takes in one chunk of a batch: ``(True, batch)`` after the last chunk (the
-        batch is ``None`` if it was dropped for its size), ``(False, None)`` before."""
+    def _on_bell(self, last: bool) -> tuple[bool, str | None, bool]:
+        """Takes in one chunk of a batch: ``(True, batch, defer)`` after the last
+        chunk (the batch is ``None`` if it was dropped for its size; ``defer`` when it
+        holds only output, see :meth:`_deliver`), ``(False, None, False)`` before."""
         address = self._buffer_address
         if not address:
-            return (False, None)
+            return (False, None, False)
         count = ctypes.c_int32.from_address(address).value
         if ctypes.c_int32.from_address(address + 4).value == 0:
             # A new batch: drop whatever a terminated write left behind.
@@ -395,12 +413,61 @@ class NativeIsolate:
                 raw = ctypes.string_at(address + _UNITS_OFFSET, 2 * count)
                 self._chunks.append(raw.decode("utf-16-le", "replace"))
         if not last:
-            return (False, None)
+            return (False, None, False)
         text = None if self._oversized else "".join(self._chunks)
+        defer = ctypes.c_int32.from_address(address + _DEFER_OFFSET).value == 1
         self._chunks = []
         self._chunk_chars = 0
         self._oversized = False
-        return (True, text)
+        return (True, text, defer)
+
+    def _deliver(self, text: str | None, defer: bool) -> None:
+        """Hand a batch over, or, with ``keep_output``, keep it back when it holds
+        only output (``defer``).
+
+        The runtime flushes every output item at once, so that a program that prints
+        and then spins has handed it over. Handing each such batch to the host at once
+        made a short program cross back twice (``[started, text]``, then ``[done]``),
+        and in ``thread`` mode the second doorbell waited for the GIL while the host
+        handled the first. So an output-only batch waits here for the next batch (sent
+        with it, as one), or for the end of the evaluation (:meth:`_on_callback` hands
+        it over before the report of that), or for :meth:`flush_output` (a host that needs
+        the output of a program that is still running); and it goes out at once past
+        :data:`KEPT_OUTPUT_CHARS`. A worker process does not keep output back: its
+        host handles the first batch while the worker makes the second (no shared
+        GIL), and nothing there could ask for kept output without waiting for it."""
+        with self._kept_lock:
+            if text is not None and (self._kept or (defer and self._keep_output)):
+                self._kept.append(text)
+                self._kept_chars += len(text)
+                if defer and self._kept_chars <= KEPT_OUTPUT_CHARS:
+                    return
+                self._release_kept()
+                return
+            self._release_kept()
+            self._on_batch(text)
+
+    def _release_kept(self) -> None:
+        """Hand over the batches kept back (under ``_kept_lock``): as one batch when
+        they fit in the message limit together."""
+        held = self._kept
+        if not held:
+            return
+        self._kept = []
+        self._kept_chars = 0
+        if len(held) > 1:
+            merged = "[" + ",".join([batch[1:-1] for batch in held]) + "]"
+            if len(merged) <= self._max_message_chars:
+                held = [merged]
+        for batch in held:
+            self._on_batch(batch)
+
+    def flush_output(self) -> None:
+        """Hand over output kept back now (callable from any thread): the program
+        may still be running, and its host needs what it printed."""
+        if self._kept:
+            with self._kept_lock:
+                self._release_kept()
 
     def _output_queued(self) -> bool:
         """Whether the runtime's queue may hold output. Read on the isolate thread when
@@ -497,6 +564,9 @@ class NativeIsolate:
                     self._dll.mr_cancel_task(ctx, task_id)
                 self._idle.wait_for(lambda: not self._tasks, timeout=SETTLE_SECONDS)
         _pkeys.adopt_v8_rights()  # Isolate::Dispose runs on this thread
+        with self._kept_lock:
+            self._kept = []
+            self._kept_chars = 0
         if ctx:
             for handle in self._keep:
                 self._dll.mr_free_value(ctx, handle)

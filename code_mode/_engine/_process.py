@@ -422,6 +422,9 @@ class RemoteIsolate:
     def set_limits(self, memory_limit_bytes: int, max_message_chars: int) -> None:
         self._worker.set_limits(self._id, memory_limit_bytes, max_message_chars)
 
+    def collect_output(self) -> None:
+        pass  # a worker process keeps no output back (see NativeIsolate._deliver)
+
     async def close(self) -> None:
         await self._worker.close_isolate(self._id)
 

@@ -250,6 +250,15 @@ class Isolate:
         if native is not None:
             await native.close()
 
+    def collect_output(self) -> None:
+        """Have output the isolate keeps back while its program runs reported now
+        (``thread`` mode; a worker process keeps none back): a yield window that ends
+        while the program spins carries what it printed. Reports may reach the
+        listener from inside this call."""
+        native = self._native
+        if native is not None and not self._closed:
+            native.collect_output()
+
     @property
     def idle(self) -> bool:
         """No command is queued or being processed: the program is waiting."""

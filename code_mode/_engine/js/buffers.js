@@ -92,7 +92,7 @@ const RT_MEMORY_MESSAGE = '{"t":"memory"}';
 // lost: a later allocation tries again.
 function rtBufferBreach() {
   if (!rtFinished) {
-    rtEnqueue(RT_MEMORY_MESSAGE);
+    rtEnqueue(RT_MEMORY_MESSAGE, true);
     rtFinished = true;
     try {
       rtFlush();

@@ -92,6 +92,12 @@ const rtUnits = new rtUint16Array(rtBuffer, 16);
 // no drain. It is set before such a message is queued and cleared only after a queue
 // was sent or dropped, so it may say 1 for nothing, never 0 for something.
 const RT_QUEUED = 2;
+// rtHeader[3] is 1 when the batch being written holds only output (and `started`):
+// the host may keep it and hand it over with the next batch, so that a short program
+// crosses back once. It hands it over at the latest when this evaluation ends, and
+// reads it while the program still runs when it needs it (a yield window's end):
+// output never waits for the program to reach a point where it could flush again.
+const RT_DEFER = 3;
 // Queued characters that force a flush: a batch is one message or at most this much,
 // so batching never makes the host see a "message" bigger than any single one.
 const RT_FLUSH_CHARS = RT_CHUNK;
@@ -105,6 +111,7 @@ const rtNewQueue = (function rtNewQueue() {
 });
 let rtQueue = rtNewQueue();
 let rtQueueChars = 0;
+let rtQueueUrgent = false; // the queue holds a message other than output and `started`
 
 // Header: [0] = code units in this chunk, [1] = chunk index within the batch (0 starts
 // a new batch, so a batch cut short by termination is discarded by the host), [2] =
@@ -137,14 +144,17 @@ const rtFlush = (function rtFlush() {
   // between the write and the clearing may be a call (an interrupt point), or a
   // termination landing there would send the batch twice.
   const fresh = rtNewQueue();
+  rtHeader[RT_DEFER] = rtQueueUrgent ? 0 : 1;
   rtWrite("[" + rtReflectApply(rtArrayJoin, rtQueue, [","]) + "]");
   rtQueue = fresh;
   rtQueueChars = 0;
+  rtQueueUrgent = false;
   rtHeader[RT_QUEUED] = 0;
 });
 
 // Queues one message (already JSON text); a flush sends the queue as one batch.
-const rtEnqueue = (function rtEnqueue(json) {
+// `urgent`: the host must act on it now (anything but output and `started`).
+const rtEnqueue = (function rtEnqueue(json, urgent) {
   if (rtQueue.length !== 0 && rtQueueChars + json.length > RT_FLUSH_CHARS) {
     try {
       rtFlush();
@@ -153,15 +163,17 @@ const rtEnqueue = (function rtEnqueue(json) {
     }
   }
   if (json !== RT_STARTED) rtHeader[RT_QUEUED] = 1;
+  if (urgent) rtQueueUrgent = true;
   rtReflectApply(rtArrayPush, rtQueue, [json]);
   rtQueueChars += json.length;
 });
 
-// Sends one message at once. Output too: every item reaches the host as the program
-// makes it (one native call each), so a program that then spins or dies (memory limit)
-// has handed over all it printed, and a yield while it spins carries that output.
-const rtSendRaw = (function rtSendRaw(json) {
-  rtEnqueue(json);
+// Sends one message at once. Output too: every item reaches the host's native layer as
+// the program makes it (one native call each), so a program that then spins or dies
+// (memory limit) has handed over all it printed, and a yield while it spins carries
+// that output. (A batch of output only may wait there for the next one: see RT_DEFER.)
+const rtSendRaw = (function rtSendRaw(json, urgent) {
+  rtEnqueue(json, urgent);
   // Queued: from here on nothing may throw into the program (at the edge of the stack
   // any call can), or it would see a failed helper whose message still goes out.
   try {
@@ -175,7 +187,8 @@ const rtSendRaw = (function rtSendRaw(json) {
 // `Object.prototype.toJSON` cannot change how it serializes.
 function rtSend(message) {
   rtObjectSetPrototypeOf(message, null);
-  rtSendRaw(rtReflectApply(rtJSONStringify, undefined, [message]));
+  const urgent = message.t !== "text" && message.t !== "image";
+  rtSendRaw(rtReflectApply(rtJSONStringify, undefined, [message]), urgent);
 }
 
 // ---------------------------------------------------------------------------
@@ -224,7 +237,7 @@ const rtFinish = (function rtFinish(errorText) {
   ]);
   // `writes` values are JSON texts: the host parses them (and checks them).
   const message = { __proto__: null, t: "done", error: errorText, writes };
-  rtEnqueue(rtReflectApply(rtJSONStringify, undefined, [message]));
+  rtEnqueue(rtReflectApply(rtJSONStringify, undefined, [message]), true);
   // Finished only once the message is queued: at the edge of the stack any call above
   // can throw, and the program (or its completion) then tries again. The flush itself
   // may fail there too; the host's probe sends the queue.
@@ -362,6 +375,7 @@ const rtText = (function rtText(value) {
   const item = cmTextItem(value);
   rtSendRaw(
     rtReflectApply(rtJSONStringify, undefined, [{ __proto__: null, t: "text", text: item.text }]),
+    false,
   );
   return undefined;
 });
@@ -536,6 +550,7 @@ const rtMakeTool = (function rtMakeTool(ident, kind) {
         ',"input":' +
         json +
         "}",
+      true,
     );
     return promise;
   };
@@ -640,31 +655,15 @@ const rtStart = (function rtStart(command) {
     const d = command.tools[i];
     allTools[i] = { name: d.ident, description: d.description };
   }
-  const console = {
-    log: rtConsoleMethod(),
-    info: rtConsoleMethod(),
-    warn: rtConsoleMethod(),
-    error: rtConsoleMethod(),
-    debug: rtConsoleMethod(),
-  };
+  // The other globals were defined with the prelude (see rtDefineGlobals); these two
+  // replace its placeholders, keeping their place in the global object's key order.
   rtDefineGlobal("tools", rtMakeTools(command.tools));
   rtDefineGlobal("ALL_TOOLS", allTools);
-  rtDefineGlobal("clearTimeout", rtClearTimeout);
-  rtDefineGlobal("setTimeout", rtSetTimeout);
-  rtDefineGlobal("text", rtText);
-  rtDefineGlobal("image", rtImage);
-  rtDefineGlobal("forward_output", rtForwardOutput);
-  rtDefineGlobal("console", console);
-  rtDefineGlobal("store", rtStore);
-  rtDefineGlobal("load", rtLoad);
-  rtDefineGlobal("notify", rtNotify);
-  rtDefineGlobal("yield_control", rtYieldControl);
-  rtDefineGlobal("exit", rtExit);
 
   // Queued, not flushed: it travels with the next batch. The host counts a yield
   // window from when it posted this start command to the idle isolate, so a program
   // that computes for a long time first still yields on time.
-  rtEnqueue(RT_STARTED);
+  rtEnqueue(RT_STARTED, false);
   const compiled = rtCompile(command.source);
   if (compiled === null) {
     rtSyntaxErrorSource = command.source;
@@ -732,6 +731,7 @@ function rtDrain() {
     else if (json !== RT_STARTED) continue;
     rtReflectApply(rtArrayPush, kept, [json]);
   }
+  rtQueueUrgent = false;
   if (output) {
     rtQueue = kept;
     rtFlush();
@@ -776,6 +776,35 @@ const rtRecv = (function rtRecv() {
 for (const name of ["console", "Atomics", "SharedArrayBuffer", "WebAssembly"]) {
   delete rtGlobal[name];
 }
+
+// The globals a program sees, except what depends on its start command (`tools`,
+// `ALL_TOOLS`: placeholders until rtStart defines them). Defined here, with the
+// prelude, which a warm isolate has evaluated before a cell takes it: a cell's start
+// then defines two globals instead of thirteen. They are what rtStart would define
+// (no value depends on the cell), and no program runs before its start command.
+const rtDefineGlobals = (function rtDefineGlobals() {
+  const console = {
+    log: rtConsoleMethod(),
+    info: rtConsoleMethod(),
+    warn: rtConsoleMethod(),
+    error: rtConsoleMethod(),
+    debug: rtConsoleMethod(),
+  };
+  rtDefineGlobal("tools", undefined);
+  rtDefineGlobal("ALL_TOOLS", undefined);
+  rtDefineGlobal("clearTimeout", rtClearTimeout);
+  rtDefineGlobal("setTimeout", rtSetTimeout);
+  rtDefineGlobal("text", rtText);
+  rtDefineGlobal("image", rtImage);
+  rtDefineGlobal("forward_output", rtForwardOutput);
+  rtDefineGlobal("console", console);
+  rtDefineGlobal("store", rtStore);
+  rtDefineGlobal("load", rtLoad);
+  rtDefineGlobal("notify", rtNotify);
+  rtDefineGlobal("yield_control", rtYieldControl);
+  rtDefineGlobal("exit", rtExit);
+});
+rtDefineGlobals();
 rtObjectDefineProperty(Error, "prepareStackTrace", {
   value: rtPrepareStackTrace,
   writable: true,
