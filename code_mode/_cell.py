@@ -2,8 +2,9 @@
 
 A cell owns an output buffer, at most one observer, a yield timer, the program's
 timers, its in-flight callbacks (tool calls and notifications, each a task of the
-session nursery: :class:`~._callbacks.CellCallbacks`) and its isolate. Its life is one
-task in the session nursery (:meth:`Cell.run`), with its own cancel scope.
+session nursery: :class:`~._callbacks.CellCallbacks`) and its isolate, which its start
+(:class:`~._cell_start.CellStart`) obtains. Its life is one task in the session
+nursery (:meth:`Cell.run`), with its own cancel scope.
 
 Everything the isolate reports arrives through the :class:`EngineListener` methods,
 synchronously on the trio thread, and is applied at once: output goes to the buffer,
@@ -28,13 +29,13 @@ observation receives it, and ``terminate()`` *claims* it instead of terminating
 from __future__ import annotations
 
 import enum
-import functools
 import math
 from collections.abc import Awaitable, Callable
 
 import trio
 
 from ._callbacks import CellCallbacks
+from ._cell_start import CellStart
 from ._config import RuntimeConfig
 from ._delegate import SessionRuntimeDelegate
 from ._engine._backend import IsolateSource
@@ -50,11 +51,9 @@ from ._engine._bridge import (
     ToolCallRequested,
     YieldRequested,
 )
-from ._engine._native import NativeIsolateError
 from ._engine.isolate import Isolate
-from ._errors import AlreadyTerminating, BusyObserver, MissingCell, RuntimeFailure
+from ._errors import AlreadyTerminating, BusyObserver, MissingCell
 from ._observer import OneShot
-from ._tool_names import normalize_identifier
 from ._types import (
     CellEvent,
     CellId,
@@ -65,15 +64,11 @@ from ._types import (
     Pending,
     PendingFrontier,
     Terminated,
-    ToolDefinition,
     YieldAfter,
     Yielded,
 )
 
 ERROR_TRUNCATED_SUFFIX = "\n[code mode error truncated]"
-
-#: A tool's identifier, computed once per name (every cell's start checks them all).
-_identifier = functools.lru_cache(maxsize=4096)(normalize_identifier)
 
 
 class Phase(enum.Enum):
@@ -135,15 +130,14 @@ class Cell:
         self._phase = Phase.RUNNING
         self._phase_changed = trio.Event()
         self._isolate: Isolate | None = None
-        self._startup_error: str | None = None
-        self._start_scope = trio.CancelScope()
-        self._start_outcome: OneShot[RuntimeFailure | None] = OneShot(
-            lambda _: self._start_scope.cancel()
+        self._start = CellStart(
+            cell_id,
+            request,
+            backend=host.backend,
+            config=host.config,
+            listener=self,
+            on_started=self._on_started,
         )
-        self._tools: dict[str, ToolDefinition] = {}
-        self._tools_payload: list[dict[str, str]] | None = None  # once checked
-        # An isolate whose start command failed in start_now, and why: run closes it.
-        self._failed_start: tuple[Isolate, Exception] | None = None
 
         self._buffer: list[OutputItem] = []
         self._buffer_bytes = 0
@@ -200,132 +194,30 @@ class Cell:
         return observer
 
     async def wait_started(self) -> None:
-        """Wait until :meth:`run` has created the isolate and started the program.
-        Raises ``RuntimeFailure`` when V8 cannot start an isolate. Cancellable: a
-        caller that gives up (a hung worker process) abandons the cell, which then
-        closes whatever it got without ever counting as admitted."""
-        failure = await self._start_outcome.wait()
-        if failure is not None:
-            raise failure
+        """Wait until :meth:`run` (or :meth:`start_now`) started the program. Raises
+        ``RuntimeFailure`` when V8 cannot start an isolate. Cancellable: a caller that
+        gives up (a hung worker process) abandons the cell, which then closes whatever
+        it got without ever counting as admitted."""
+        await self._start.wait()
 
     def start_now(self, stored_json: str) -> bool:
         """Start the program at once, synchronously, when the engine has a warm
-        isolate ready: no task switch between the admission and the start command
-        (a short cell's latency). False when the cell task must do it (:meth:`run`):
-        no isolate ready, a request the cell refuses, or a start command that failed."""
-        tools_payload = self._check_request()
-        if self._startup_error is not None:
-            return False
-        isolate = Isolate(self._host.backend, self._config)
-        try:
-            if not isolate.take_ready():
-                return False
-        except Exception:
-            return False  # the cell task tries again, and reports what fails there
-        error = self._send_start(isolate, tools_payload, stored_json)
-        if error is not None:
-            self._failed_start = (isolate, error)
-            return False
-        self._start_outcome.deliver(None)
-        return True
+        isolate ready (see :class:`~._cell_start.CellStart`); False when the cell task
+        must do it."""
+        return self._start.now(stored_json)
 
-    def _send_start(
-        self, isolate: Isolate, tools_payload: list[dict[str, str]], stored_json: str
-    ) -> Exception | None:
-        """Post the start command; the error if that failed (the isolate is then the
-        caller's to close)."""
-        try:
-            isolate.start(
-                self, source=self._request.source, tools=tools_payload, stored_json=stored_json
-            )
-        except Exception as error:
-            return error
-        self._isolate = isolate
-        self._on_started()
-        return None
-
-    async def _start(self, stored_json: str) -> bool:
-        """Create the isolate and start the program, outside the registry lock (a
-        worker process that does not answer must not hold up the session). False if
-        the cell never started: V8 failed, or :meth:`wait_started` was abandoned."""
-        if self._start_outcome.delivered:
-            return True  # started by start_now
-        if self._failed_start is not None:
-            return await self._start_failed(*self._failed_start)
-        tools_payload = self._check_request()
-        isolate: Isolate | None = None
-        failure: RuntimeFailure | None = None
-        if self._startup_error is None:
-            isolate = Isolate(self._host.backend, self._config)
-            with self._start_scope:
-                try:
-                    await isolate.create()
-                except NativeIsolateError as error:
-                    failure = RuntimeFailure(str(error), self.id)
-        if failure is not None or self._start_outcome.abandoned:
-            if isolate is not None:
-                with trio.CancelScope(shield=True):
-                    await isolate.close()
-            if not self._start_outcome.abandoned:
-                self._start_outcome.deliver(failure)
-            return False
-        if isolate is not None:
-            problem = self._send_start(isolate, tools_payload, stored_json)
-            if problem is not None:
-                return await self._start_failed(isolate, problem)
-        self._start_outcome.deliver(None)
-        return True
-
-    async def _start_failed(self, isolate: Isolate, error: Exception) -> bool:
-        # Never leave an isolate behind for a cell that was not admitted.
-        with trio.CancelScope(shield=True):
-            await isolate.close()
-        if not self._start_outcome.abandoned:
-            self._start_outcome.fail(error)
-        return False
-
-    def _on_started(self) -> None:
+    def _on_started(self, isolate: Isolate) -> None:
         """The start command is on its way to an isolate that is created and idle, so
         the program starts now (give or take a thread wake-up): a yield window counts
         from here, not from ``execute`` (which may have waited for the isolate). The
         isolate's own ``started`` message travels with its first batch of output and
         only confirms the order of the message stream."""
+        self._isolate = isolate
         self._started = True
         self._run_deadline = trio.current_time() + self._config.max_cell_seconds
         observer = self._observer
         if observer is not None and isinstance(observer.mode, YieldAfter):
             self._arm(observer)
-
-    def _check_request(self) -> list[dict[str, str]]:
-        """The tools as the start command lists them; sets ``_startup_error`` for a
-        request the cell refuses. Checked once (``start_now``, then maybe ``_start``)."""
-        if self._tools_payload is None:
-            self._tools_payload = self._tools_to_start()
-        return self._tools_payload
-
-    def _tools_to_start(self) -> list[dict[str, str]]:
-        size = len(self._request.source.encode("utf-8", "surrogatepass"))
-        if size > self._config.max_source_bytes:
-            self._startup_error = (
-                f"exec source of {size} bytes exceeds the limit of "
-                f"{self._config.max_source_bytes} bytes (RuntimeConfig.max_source_bytes)"
-            )
-            return []
-        payload: list[dict[str, str]] = []
-        for tool in self._request.enabled_tools:
-            ident = _identifier(tool.name)
-            other = self._tools.get(ident)
-            if other is not None:
-                self._startup_error = (
-                    f"code mode tool identifier collision: `{other.name}` and `{tool.name}` "
-                    f"both normalize to `{ident}`"
-                )
-                return []
-            self._tools[ident] = tool
-            payload.append(
-                {"ident": ident, "description": tool.description, "kind": tool.kind.value}
-            )
-        return payload
 
     # ------------------------------------------------------------------------------
     # Observation and termination (called by the session, synchronously)
@@ -484,7 +376,7 @@ class Cell:
         elif isinstance(event, YieldRequested):
             self._on_yield_requested()
         elif isinstance(event, ToolCallRequested):
-            problem = self._callbacks.start_tool_call(self._tools[event.ident], event)
+            problem = self._callbacks.start_tool_call(self._start.tools[event.ident], event)
             if problem is None:
                 self._frontier_ready = False
             else:
@@ -578,7 +470,7 @@ class Cell:
     async def run(self, stored_json: str) -> None:
         """The cell's life, as a task of the session nursery: start the program with
         ``stored_json`` (the session's values when it was admitted), run it, close."""
-        if not await self._start(stored_json):
+        if not await self._start.run(stored_json):
             self._host.forget_cell(self.id)
             return
         try:
@@ -588,8 +480,8 @@ class Cell:
                 await self._teardown()
 
     async def _lifecycle(self) -> None:
-        if self._startup_error is not None:
-            self._finished = Finished(self._startup_error, {})
+        if self._start.error is not None:
+            self._finished = Finished(self._start.error, {})
         while True:
             if self._terminate_requested:
                 await self._terminate()
