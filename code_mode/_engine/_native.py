@@ -326,8 +326,8 @@ class NativeIsolate:
         held = self._held
         _pkeys.adopt_v8_rights()  # a precaution: free after the first time per thread
         with self._lock:
-            ctx = self._ctx
-            if self._closed or not ctx:
+            ctx = self._ctx  # None once close() began
+            if not ctx:
                 raise NativeIsolateError("isolate is closed")
             if quiet:
                 self._quiet.add(tag)

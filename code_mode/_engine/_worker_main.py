@@ -83,7 +83,9 @@ class _Closers:
     A close may wait for JavaScript stuck in a builtin, so it must hold up neither new
     isolates nor the closing of others: closes never queue behind one another. Back to
     back cells close an isolate each, and starting a thread for every one cost about
-    75 us of CPU (a hand-over to an idle thread: under 10 us)."""
+    75 us of CPU (a hand-over to an idle thread: under 10 us). (The host's
+    ``BlockingWorkers`` does the same for thread mode, but hands results to trio, which a
+    worker process does not import.)"""
 
     def __init__(self, close: Callable[[int], None], keep_idle: int) -> None:
         self._close = close
