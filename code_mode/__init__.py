@@ -9,7 +9,7 @@ The public API is what this module exports; everything under an underscore is in
 
 from ._config import RuntimeConfig
 from ._delegate import SessionRuntimeDelegate
-from ._engine.engine import Engine, EngineConfig
+from ._engine import Engine, EngineConfig
 from ._errors import (
     AlreadyTerminating,
     BusyObserver,
@@ -19,7 +19,8 @@ from ._errors import (
     RuntimeFailure,
     ShuttingDown,
 )
-from ._session import PendingEvent, SessionRuntime, StartedCell
+from ._facade import CodeModeSession, NestedTool, Notification, is_error_result
+from ._session_runtime import PendingEvent, SessionRuntime, StartedCell
 from ._types import (
     JSON,
     CellEvent,
@@ -41,11 +42,7 @@ from ._types import (
     YieldAfter,
     Yielded,
 )
-
-# The higher layers are built on the names above (``from code_mode import ...``), so
-# they are imported last.
 from .integrations.python_tools import PythonTool, tool
-from .model_tools.session import CodeModeSession, NestedTool, Notification
 
 __version__ = "0.1.0"
 """This release (``pyproject.toml`` reads it from here)."""
@@ -88,5 +85,6 @@ __all__ = [
     "ToolName",
     "YieldAfter",
     "Yielded",
+    "is_error_result",
     "tool",
 ]

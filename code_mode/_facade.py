@@ -21,12 +21,11 @@ way models were trained to read them, and never raises for a bad call from the m
 every problem (a pragma error, an unknown cell, bad ``wait`` arguments) comes back as
 a ``Script failed`` result the model can act on.
 
-Yield policy (reference 4.1): a ``yield_time_ms`` of 10 000 ms or more gets one extra
-second of grace, so a nested tool finishing just after the deadline lands in the same
-result instead of costing the model a ``wait`` round trip; an optional
-``max_yield_time_ms`` then caps it. Shorter requests are taken as given.
+Yield policy (the reference implementation's): a ``yield_time_ms`` of 10 000 ms or
+more gets one extra second of grace, so a nested tool finishing just after the
+deadline lands in the same result instead of costing the model a ``wait`` round trip;
+an optional ``max_yield_time_ms`` then caps it. Shorter requests are taken as given.
 
-This module uses only the public API of ``code_mode``.
 """
 
 from __future__ import annotations
@@ -42,26 +41,25 @@ from typing import Any, Final, Protocol, runtime_checkable
 import attrs
 import trio
 
-from code_mode import (
+from ._config import RuntimeConfig
+from ._engine import Engine
+from ._errors import CodeModeError, MissingCell
+from ._session_runtime import SessionRuntime
+from ._types import (
     JSON,
     CellEvent,
     CellId,
-    CodeModeError,
-    Engine,
     ExecuteRequest,
-    MissingCell,
     NestedToolCall,
     OutputItem,
-    RuntimeConfig,
-    SessionRuntime,
     Text,
     ToolDefinition,
     ToolKind,
     ToolName,
     YieldAfter,
 )
-from code_mode.integrations.python_tools import PythonTool, tool
-from code_mode.model_tools.adapters import (
+from .integrations.python_tools import PythonTool, tool
+from .model_tools.adapters import (
     EXEC_TOOL_NAME,
     WAIT_TOOL_NAME,
     anthropic_exec_tool,
@@ -73,21 +71,21 @@ from code_mode.model_tools.adapters import (
     openai_wait_tool,
     wait_parameters,
 )
-from code_mode.model_tools.descriptions import (
+from .model_tools.descriptions import (
     NamespaceDescription,
     augment_tool_definition,
     exec_description,
     wait_description,
 )
-from code_mode.model_tools.formatting import format_result
-from code_mode.model_tools.pragma import (
+from .model_tools.formatting import format_result
+from .model_tools.pragma import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     DEFAULT_YIELD_TIME_MS,
     MAX_SAFE_INTEGER,
     PragmaError,
     parse_exec_input,
 )
-from code_mode.model_tools.typescript import normalize_identifier
+from .model_tools.typescript import normalize_identifier
 
 __all__ = [
     "YIELD_GRACE_MS",
@@ -105,7 +103,7 @@ YIELD_GRACE_THRESHOLD_MS: Final = 10_000
 """Requests of at least this many milliseconds get :data:`YIELD_GRACE_MS` extra."""
 
 YIELD_GRACE_MS: Final = 1_000
-"""The grace added to long yields (reference 4.1)."""
+"""The grace added to long yields."""
 
 _FAILED_PREFIX: Final = "Script failed\n"
 

@@ -1,4 +1,4 @@
-"""`SessionRuntime`: owns the cells of one agent session (``runtime.md`` section 1).
+"""`SessionRuntime`: owns the cells of one agent session (``docs/runtime.md``).
 
 The session is an async context manager around a trio nursery. Each admitted cell is
 one task in that nursery with its own cancel scope, so leaving the ``async with``
@@ -16,7 +16,7 @@ State:
   more than a copy of text, whatever the values hold);
 * two flags: *rejecting* (no new ``execute`` may start; set the moment a shutdown or
   the drop begins) and *closed* (set under the lock, so an ``execute`` that queued on
-  the lock before a ``shutdown`` is still admitted, as the seed test requires).
+  the lock before a ``shutdown`` is still admitted: a caller that asked first is served first).
 """
 
 from __future__ import annotations
@@ -31,13 +31,11 @@ from typing import Final
 import attrs
 import trio
 
-from ._cell import Cell, CellHost, _Observer
+from ._cell import Cell, CellHost, Observer, OneShot
 from ._config import RuntimeConfig
 from ._delegate import SessionRuntimeDelegate, describe_exception
-from ._engine._default import default_engine
-from ._engine.engine import Engine
+from ._engine import Engine, default_engine
 from ._errors import DuplicateCell, MissingCell, ShuttingDown
-from ._observer import OneShot
 from ._types import CellEvent, CellId, ExecuteRequest, ObserveMode
 
 logger = logging.getLogger("code_mode")
@@ -55,7 +53,7 @@ class StartedCell:
     """An admitted cell. Not awaiting :meth:`initial_event` does not stop it."""
 
     cell_id: CellId
-    _observer: _Observer = attrs.field(alias="observer", repr=False)
+    _observer: Observer = attrs.field(alias="observer", repr=False)
 
     async def initial_event(self) -> CellEvent:
         """The first event of the cell, for the observe mode given to ``execute``."""

@@ -1,9 +1,9 @@
-"""The cell: one program's state machine (``runtime.md`` section 2).
+"""The cell: one program's state machine (``docs/runtime.md``).
 
 A cell owns an output buffer, at most one observer, a yield timer, the program's
 timers, its in-flight callbacks (tool calls and notifications, each a task of the
-session nursery: :class:`~._callbacks.CellCallbacks`) and its isolate, which its start
-(:class:`~._cell_start.CellStart`) obtains. Its life is one task in the session
+session nursery: :class:`~.in_flight.CellCallbacks`) and its isolate, which its start
+(:class:`~.start.CellStart`) obtains. Its life is one task in the session
 nursery (:meth:`Cell.run`), with its own cancel scope.
 
 Everything the isolate reports arrives through the :class:`EngineListener` methods,
@@ -34,15 +34,14 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from ._callbacks import CellCallbacks
-from ._cell_start import CellStart
-from ._config import RuntimeConfig
-from ._delegate import SessionRuntimeDelegate
-from ._engine._backend import IsolateSource
-from ._engine._bridge import (
+from .._config import RuntimeConfig
+from .._delegate import SessionRuntimeDelegate
+from .._engine import (
     BufferMemoryExceeded,
     EngineEvent,
     Finished,
+    Isolate,
+    IsolateSource,
     Notify,
     Output,
     Started,
@@ -51,10 +50,8 @@ from ._engine._bridge import (
     ToolCallRequested,
     YieldRequested,
 )
-from ._engine.isolate import Isolate
-from ._errors import AlreadyTerminating, BusyObserver, MissingCell
-from ._observer import OneShot
-from ._types import (
+from .._errors import AlreadyTerminating, BusyObserver, MissingCell
+from .._types import (
     CellEvent,
     CellId,
     Completed,
@@ -67,6 +64,9 @@ from ._types import (
     YieldAfter,
     Yielded,
 )
+from .in_flight import CellCallbacks
+from .one_shot import Observer, OneShot
+from .start import CellStart
 
 ERROR_TRUNCATED_SUFFIX = "\n[code mode error truncated]"
 
@@ -77,16 +77,6 @@ class Phase(enum.Enum):
     COMPLETED = "completed"
     CLAIMED = "claimed"
     CLOSED = "closed"
-
-
-class _Observer(OneShot[CellEvent]):
-    """An attached observation: its mode and, for ``YieldAfter``, its deadline."""
-
-    def __init__(self, mode: ObserveMode, on_abandon: Callable[[OneShot[CellEvent]], None]):
-        super().__init__(on_abandon)
-        self.mode = mode
-        self.deadline = math.inf
-        self.initial = False
 
 
 class CellHost:
@@ -143,7 +133,7 @@ class Cell:
         self._buffer_bytes = 0
         self._initial_yield: list[OutputItem] | None = None
         self._has_been_observed = False
-        self._observer: _Observer | None = None
+        self._observer: Observer | None = None
         self._terminators: list[OneShot[CellEvent]] = []
         self._frontier_ready = False
         self._started = False
@@ -186,7 +176,7 @@ class Cell:
     # ------------------------------------------------------------------------------
     # Start-up: admitted under the session's registry lock, started in the cell task
 
-    def admit(self, initial_mode: ObserveMode) -> _Observer:
+    def admit(self, initial_mode: ObserveMode) -> Observer:
         """Attach the initial observer, before the program can produce anything, so
         no early event is missed (under the registry lock; then start :meth:`run`)."""
         observer = self._attach(initial_mode)
@@ -222,15 +212,15 @@ class Cell:
     # ------------------------------------------------------------------------------
     # Observation and termination (called by the session, synchronously)
 
-    def begin_observe(self, mode: ObserveMode) -> _Observer:
+    def begin_observe(self, mode: ObserveMode) -> Observer:
         if self.phase in (Phase.TERMINATING, Phase.CLAIMED, Phase.CLOSED):
             raise MissingCell(self.id)
         if self._observer is not None:
             raise BusyObserver(self.id)
         return self._attach(mode)
 
-    def _attach(self, mode: ObserveMode) -> _Observer:
-        observer = _Observer(mode, self._on_abandon)
+    def _attach(self, mode: ObserveMode) -> Observer:
+        observer = Observer(mode, self._on_abandon)
         self._observer = observer
         self._has_been_observed = True
         if self.phase is Phase.COMPLETED:
@@ -248,7 +238,7 @@ class Cell:
             self._deliver_frontier()
         return observer
 
-    def _arm(self, observer: _Observer) -> None:
+    def _arm(self, observer: Observer) -> None:
         assert isinstance(observer.mode, YieldAfter)
         if observer.mode.seconds <= 0:
             self._resolve(Yielded(self._take_buffer()))
@@ -259,7 +249,7 @@ class Cell:
     def _on_abandon(self, observer: OneShot[CellEvent]) -> None:
         if self._observer is observer:
             self._observer = None
-            if isinstance(observer, _Observer) and observer.initial:
+            if isinstance(observer, Observer) and observer.initial:
                 # Nobody waited for the first event: as if the cell had never been
                 # observed, so a later yield is kept as the initial yield.
                 self._has_been_observed = False
@@ -329,7 +319,7 @@ class Cell:
         self._initial_yield = None
         return Completed(items, self._completion.error_text)
 
-    def _deliver_completion(self, observer: _Observer) -> None:
+    def _deliver_completion(self, observer: Observer) -> None:
         assert self._completion is not None
         if isinstance(observer.mode, YieldAfter) and self._initial_yield is not None:
             items, self._initial_yield = self._initial_yield, None

@@ -33,11 +33,10 @@ from typing import Any
 
 import trio
 
-from ._config import RuntimeConfig
-from ._delegate import SessionRuntimeDelegate, describe_exception
-from ._engine._bridge import ToolCallRequested, dumps, json_depth_exceeds
-from ._engine.isolate import Isolate
-from ._types import CellId, NestedToolCall, ToolDefinition
+from .._config import RuntimeConfig
+from .._delegate import SessionRuntimeDelegate, describe_exception
+from .._engine import Isolate, ToolCallRequested, dumps, json_depth_exceeds
+from .._types import CellId, NestedToolCall, ToolDefinition
 
 logger = logging.getLogger("code_mode")
 

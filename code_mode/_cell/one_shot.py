@@ -10,11 +10,14 @@ outcome is delivered it is final: the waiting task will receive it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
 import outcome
 import trio
+
+from .._types import CellEvent, ObserveMode
 
 T = TypeVar("T")
 
@@ -76,3 +79,13 @@ class OneShot(Generic[T]):
 
         value: T = await trio.lowlevel.wait_task_rescheduled(abort)
         return value
+
+
+class Observer(OneShot[CellEvent]):
+    """An attached observation: its mode and, for ``YieldAfter``, its deadline."""
+
+    def __init__(self, mode: ObserveMode, on_abandon: Callable[[OneShot[CellEvent]], None]):
+        super().__init__(on_abandon)
+        self.mode = mode
+        self.deadline = math.inf
+        self.initial = False

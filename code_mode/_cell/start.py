@@ -23,14 +23,12 @@ from collections.abc import Callable
 
 import trio
 
-from ._config import RuntimeConfig
-from ._engine._backend import IsolateSource
-from ._engine._native import NativeIsolateError
-from ._engine.isolate import EngineListener, Isolate
-from ._errors import RuntimeFailure
-from ._observer import OneShot
-from ._tool_names import normalize_identifier
-from ._types import CellId, ExecuteRequest, ToolDefinition
+from .._config import RuntimeConfig
+from .._engine import EngineListener, Isolate, IsolateSource, IsolateUnavailable
+from .._errors import RuntimeFailure
+from .._tool_names import normalize_identifier
+from .._types import CellId, ExecuteRequest, ToolDefinition
+from .one_shot import OneShot
 
 #: A tool's identifier, computed once per name (every cell's start checks them all).
 _identifier = functools.lru_cache(maxsize=4096)(normalize_identifier)
@@ -113,7 +111,7 @@ class CellStart:
             with self._scope:
                 try:
                     await isolate.create()
-                except NativeIsolateError as error:
+                except IsolateUnavailable as error:
                     failure = RuntimeFailure(str(error), self._cell_id)
         if failure is not None or self._outcome.abandoned:
             if isolate is not None:

@@ -83,7 +83,7 @@ class BufferMemoryExceeded:
 class Finished:
     """The program ended. ``writes`` maps each key it stored to the value's JSON text,
     exactly as the runtime's ``store`` serialized (and checked) it: the host keeps and
-    passes on that text without ever parsing it (see ``_session.py``)."""
+    passes on that text without ever parsing it (see ``_session_runtime.py``)."""
 
     error_text: str | None
     writes: dict[str, str]

@@ -19,7 +19,7 @@ from typing import Literal
 
 import trio
 
-from ._native import NativeIsolateError
+from ._native import IsolateUnavailable
 from .engine import Engine, EngineConfig
 
 logger = logging.getLogger("code_mode")
@@ -68,7 +68,7 @@ async def default_engine(isolation: Literal["process", "thread"]) -> Engine:
         )
     await slot.ready.wait()
     if slot.error is not None:
-        raise NativeIsolateError(
+        raise IsolateUnavailable(
             f"exec runtime could not start its default engine: {slot.error}"
         ) from slot.error
     return slot.engine

@@ -173,7 +173,7 @@ def initialise_v8() -> None:
     _library()
 
 
-class NativeIsolateError(Exception):
+class IsolateUnavailable(Exception):
     """V8 could not create or prepare an isolate."""
 
 
@@ -242,7 +242,7 @@ class NativeIsolate:
         with _context_lock:
             self._ctx = self._dll.mr_init_context(self._callback)
         if not self._ctx:
-            raise NativeIsolateError("failed to initialize code mode runtime")
+            raise IsolateUnavailable("failed to initialize code mode runtime")
         self._setup_phase = True
         try:
             self._dll.mr_set_hard_memory_limit(self._ctx, memory_limit_bytes)
@@ -266,7 +266,7 @@ class NativeIsolate:
         dll = self._dll
         buffer = self._eval_blocking(prelude_source())
         if isinstance(buffer, str):
-            raise NativeIsolateError(f"failed to initialize code mode runtime: {buffer}")
+            raise IsolateUnavailable(f"failed to initialize code mode runtime: {buffer}")
         self._keep.append(buffer)
         self._buffer_address = int(buffer.contents.value.value_ptr)
         for name, callback_id in (("more", _BELL_MORE), ("end", _BELL_END)):
@@ -290,7 +290,7 @@ class NativeIsolate:
         dll.mr_free_value(self._ctx, key)
         if int(value.contents.type) in _ERROR_TYPES:
             dll.mr_free_value(self._ctx, value)
-            raise NativeIsolateError(f"failed to initialize code mode runtime: no {name}")
+            raise IsolateUnavailable(f"failed to initialize code mode runtime: no {name}")
         self._keep.append(value)
         return value
 
@@ -328,7 +328,7 @@ class NativeIsolate:
         with self._lock:
             ctx = self._ctx  # None once close() began
             if not ctx:
-                raise NativeIsolateError("isolate is closed")
+                raise IsolateUnavailable("isolate is closed")
             if quiet:
                 self._quiet.add(tag)
             handle = held.mr_alloc_string_val(ctx, data, len(data), _TYPE_STR)

@@ -1,200 +1,14 @@
-"""Where isolates live: in this process (``thread``) or in worker processes (``process``).
+"""Warm isolates: isolates prepared ahead of time for any session of an engine.
 
-Both backends give the same narrow interface, so :class:`~code_mode._engine.isolate.Isolate`
-and everything above it do not care which one runs the JavaScript:
-
-* :class:`IsolateHandle`: post an evaluation under a tag, cancel it, close the isolate;
-* :class:`IsolateSink`: what the isolate reports back, always on the trio thread.
-
-``thread`` runs each isolate on its own thread inside the host process: the fastest
-path, but a fatal V8 failure (some out-of-memory conditions abort instead of throwing)
-takes the whole Python process down. ``process`` runs isolates in worker processes
-that speak the same protocol over pipes (:mod:`._process`): a fatal failure kills
-only that worker; its cells fail with a clear error and a new worker replaces it.
+A new cell takes one without waiting for V8 (see :class:`WarmIsolates`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
-from typing import Any, Protocol
-
 import trio
 
-from ._native import TASK_OK, NativeIsolate, NativeIsolateError
-from ._worker import BlockingWorkers
-
-
-class IsolateSink(Protocol):
-    """Receives what an isolate reports. Called on the trio thread."""
-
-    def on_batch(self, text: str | None) -> None:
-        """A batch of JSON messages, or ``None`` for one dropped as oversized."""
-
-    def on_task(self, tag: int, outcome: str, detail: str) -> None:
-        """The evaluation ``tag`` ended (``ok``, ``error``, ``oom``, ``terminated``)."""
-
-    def on_crash(self, message: str) -> None:
-        """The isolate is gone without a result (its worker process died)."""
-
-
-class IsolateHandle(Protocol):
-    """Controls one isolate. ``post`` and ``cancel`` never block. A ``quiet`` post
-    reports only failures: its success is implied by the next evaluation's. With
-    ``probe``, the idleness probe (:data:`~code_mode._engine._native.PROBE`) is
-    queued right behind it under that tag: one request (in ``process`` mode, one
-    frame) for the two."""
-
-    def post(self, code: str, tag: int, quiet: bool = False, probe: int | None = None) -> None: ...
-
-    def cancel(self, tag: int) -> None: ...
-
-    def set_limits(self, memory_limit_bytes: int, max_message_chars: int) -> None:
-        """Change the heap limit and the largest message (before the program starts:
-        a warm isolate was prepared with the defaults)."""
-        ...
-
-    def collect_output(self) -> None:
-        """Report output the isolate keeps back while its program runs (see
-        ``NativeIsolate._deliver``) now (``thread`` mode; a worker process keeps
-        none back)."""
-        ...
-
-    async def close(self) -> None: ...
-
-
-class IsolateSource(Protocol):
-    """Creates isolates (what a cell needs: an engine, or a backend inside one)."""
-
-    async def create_isolate(
-        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
-    ) -> IsolateHandle:
-        """A new isolate with the prelude installed; raises ``NativeIsolateError``."""
-        ...
-
-    def take_ready_isolate(
-        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
-    ) -> IsolateHandle | None:
-        """A warm isolate if one is ready now (taken without waiting, so a cell can
-        start without a task switch), or None: then :meth:`create_isolate`."""
-        ...
-
-
-class IsolateBackend(IsolateSource, Protocol):
-    """Creates isolates, and has resources of its own to release."""
-
-    async def aclose(self) -> None: ...
-
-
-class _ReportQueue:
-    """Hands an isolate thread's reports to the trio thread in order, waking trio
-    once per burst rather than once per report."""
-
-    def __init__(self, token: trio.lowlevel.TrioToken, sink: IsolateSink) -> None:
-        self._token = token
-        self._sink = sink
-        self._lock = threading.Lock()
-        self._reports: list[tuple[Any, ...]] = []
-        self._scheduled = False
-
-    def put(self, report: tuple[Any, ...]) -> None:
-        with self._lock:
-            self._reports.append(report)
-            if self._scheduled:
-                return
-            self._scheduled = True
-        with contextlib.suppress(trio.RunFinishedError):
-            self._token.run_sync_soon(self.drain)
-
-    def drain(self) -> None:
-        """Hand the queued reports over now (on the trio thread)."""
-        with self._lock:
-            reports, self._reports = self._reports, []
-            self._scheduled = False
-        for report in reports:
-            if len(report) == 1:
-                self._sink.on_batch(report[0])
-            else:
-                self._sink.on_task(*report)
-
-
-class _ThreadIsolate:
-    def __init__(
-        self, native: NativeIsolate, disposer: BlockingWorkers, reports: _ReportQueue
-    ) -> None:
-        self._native = native
-        self._disposer = disposer
-        self._reports = reports
-
-    def post(self, code: str, tag: int, quiet: bool = False, probe: int | None = None) -> None:
-        self._native.post(code, tag, quiet, probe)
-
-    def cancel(self, tag: int) -> None:
-        self._native.cancel(tag)
-
-    def set_limits(self, memory_limit_bytes: int, max_message_chars: int) -> None:
-        self._native.set_limits(memory_limit_bytes, max_message_chars)
-
-    def collect_output(self) -> None:
-        # Queued behind the reports not yet handed over, then all of them handed over:
-        # in order, as if trio had run the queue's drain a moment earlier.
-        self._native.flush_output()
-        self._reports.drain()
-
-    async def close(self) -> None:
-        await self._disposer.run(self._native.close)
-
-
-class ThreadBackend:
-    """Isolates on their own threads in this process (``EngineConfig.isolation =
-    "thread"``). Creating and closing them block, so they run on engine-owned threads:
-    up to ``parallel_creates`` threads create (the warm pool builds that many at once
-    while cells come back to back), and each close gets a thread of its own
-    (:class:`BlockingWorkers`): closing an isolate may wait for JavaScript stuck in a
-    builtin that ignores terminate-execution, and that must hold up neither new cells
-    nor the closing of other cells. Reports are handed to the trio thread with
-    ``TrioToken.run_sync_soon``."""
-
-    def __init__(
-        self, creator: BlockingWorkers, disposer: BlockingWorkers, *, parallel_creates: int = 1
-    ) -> None:
-        self._worker = creator
-        self._disposer = disposer
-        # Bounds the creating threads: many cells starting at once queue here rather
-        # than start a thread each.
-        self._creating = trio.Semaphore(parallel_creates)
-
-    async def create_isolate(
-        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
-    ) -> IsolateHandle:
-        reports = _ReportQueue(trio.lowlevel.current_trio_token(), sink)
-
-        def on_batch(text: str | None) -> None:
-            reports.put((text,))
-
-        def on_task(tag: int, outcome: str, detail: str) -> None:
-            reports.put((tag, outcome, detail))
-
-        def build() -> NativeIsolate:
-            return NativeIsolate(
-                memory_limit_bytes=memory_limit_bytes,
-                max_message_chars=max_message_chars,
-                on_batch=on_batch,
-                on_task=on_task,
-                keep_output=True,  # see collect_output
-            )
-
-        async with self._creating:
-            native = await self._worker.run(build)
-        return _ThreadIsolate(native, self._disposer, reports)
-
-    def take_ready_isolate(
-        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
-    ) -> IsolateHandle | None:
-        return None  # nothing is built ahead here (see WarmIsolates)
-
-    async def aclose(self) -> None:
-        return None
+from ._backend import IsolateBackend, IsolateHandle, IsolateSink
+from ._native import TASK_OK, IsolateUnavailable
 
 
 class _SinkSlot:
@@ -338,7 +152,7 @@ class WarmIsolates:
                     memory_limit_bytes=self._memory_limit_bytes,
                     max_message_chars=self._max_message_chars,
                 )
-        except NativeIsolateError:
+        except IsolateUnavailable:
             handle = None
         finally:
             self._filling -= 1

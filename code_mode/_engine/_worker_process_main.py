@@ -31,12 +31,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
 
 from . import _confine
-from ._native import NativeIsolate, NativeIsolateError, initialise_v8
+from ._native import IsolateUnavailable, NativeIsolate, initialise_v8
 from ._wire import FrameReader, batch_frame, frame, task_frame
 
-#: The ``python -c`` program that starts a worker. It registers a bare ``code_mode``
-#: package so that importing this module does not run ``code_mode/__init__.py`` (trio,
-#: attrs, the session runtime): a worker needs only the engine and starts in ~0.1 s.
+#: The ``python -c`` program that starts a worker. It registers bare ``code_mode`` and
+#: ``code_mode._engine`` packages so that importing this module runs neither package's
+#: ``__init__.py`` (trio, attrs, the session runtime, the engine's trio half): a worker
+#: needs only the native half of the engine and starts in ~0.1 s.
 #: Its arguments: the package directory, ``confine`` or ``none``, and how many isolates
 #: it may build at once (1 when left out).
 BOOTSTRAP = """
@@ -44,7 +45,10 @@ import sys, types
 package = types.ModuleType("code_mode")
 package.__path__ = [sys.argv[1]]
 sys.modules["code_mode"] = package
-from code_mode._engine._worker_main import main
+engine = types.ModuleType("code_mode._engine")
+engine.__path__ = [sys.argv[1] + "/_engine"]
+sys.modules["code_mode._engine"] = engine
+from code_mode._engine._worker_process_main import main
 creates = int(sys.argv[3]) if len(sys.argv) > 3 else 1
 main(confine=sys.argv[2] == "confine", parallel_creates=creates)
 """
@@ -167,7 +171,7 @@ def serve(
                 on_batch=on_batch,
                 on_task=on_task,
             )
-        except NativeIsolateError as error:
+        except IsolateUnavailable as error:
             writer.send({"ev": "created", "id": isolate_id, "error": str(error)})
             return
         with lock:

@@ -25,10 +25,12 @@ from typing import Any, Literal
 import attrs
 import trio
 
-from ._backend import IsolateBackend, IsolateHandle, IsolateSink, ThreadBackend, WarmIsolates
-from ._native import NativeIsolateError
-from ._process import ProcessPool
-from ._worker import BlockingWorkers
+from ._backend import IsolateBackend, IsolateHandle, IsolateSink
+from ._blocking_threads import BlockingWorkers
+from ._native import IsolateUnavailable
+from ._process_pool import ProcessPool
+from ._thread_backend import ThreadBackend
+from ._warm import WarmIsolates
 
 #: What a :class:`~code_mode.RuntimeConfig` sets isolates up with by default; warm
 #: isolates are prepared with these and adjusted when a session's limits differ.
@@ -259,9 +261,9 @@ class Engine:
         self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
     ) -> IsolateHandle:
         """A fresh isolate with the prelude installed, reporting to ``sink`` (raises
-        ``NativeIsolateError``)."""
+        ``IsolateUnavailable``)."""
         if self._backend is None or self._closed:
-            raise NativeIsolateError("exec runtime is not available: its engine is closed")
+            raise IsolateUnavailable("exec runtime is not available: its engine is closed")
         return await self._backend.create_isolate(
             sink, memory_limit_bytes=memory_limit_bytes, max_message_chars=max_message_chars
         )

@@ -124,7 +124,7 @@ class Isolate:
     # -- lifecycle ----------------------------------------------------------------
 
     async def create(self) -> None:
-        """Create the isolate and install the prelude (raises ``NativeIsolateError``)."""
+        """Create the isolate and install the prelude (raises ``IsolateUnavailable``)."""
         self._native = await self._backend.create_isolate(
             self,
             memory_limit_bytes=self._config.memory_limit_bytes,

@@ -1,14 +1,12 @@
 """The command line's MCP parts: ``code-mode mcp serve`` and ``run --mcp-config``.
 
-``code_mode.cli`` only declares the arguments and calls in here, so the core command
-line works without the ``mcp`` extra.
+:mod:`code_mode.cli` only declares the arguments and imports this module when an MCP
+command runs, so the core command line works without the ``mcp`` extra.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import logging
 import os
 import signal
 import sys
@@ -18,33 +16,13 @@ from typing import Any
 
 import trio
 
-from code_mode import NestedTool
-
-from ._config import McpConfigError, connect_mcp_servers, load_mcp_config
-from ._server import CodeModeMcpServer
+from .._facade import NestedTool
+from ..integrations.mcp import McpConfigError, connect_mcp_servers, load_mcp_config
+from ..mcp_server import CodeModeMcpServer
+from .exit_status import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, is_interrupt
+from .tool_specs import load_tools
 
 __all__ = ["load_tools", "mcp_config_tools", "parse_http_address", "serve_main"]
-
-logger = logging.getLogger("code_mode.mcp")
-
-
-def load_tools(spec: str) -> list[Any]:
-    """The tools named by ``pkg.module:attribute``: a list (or tuple) of tools, or one
-    tool or function. Raises ``ValueError`` naming what is wrong."""
-    module_name, colon, attribute = spec.partition(":")
-    if not colon or not module_name or not attribute:
-        raise ValueError(f"--tools expects `pkg.module:attribute`, got {spec!r}")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise ValueError(f"--tools {spec}: cannot import {module_name}: {error}") from None
-    value: Any = module
-    for part in attribute.split("."):
-        try:
-            value = getattr(value, part)
-        except AttributeError:
-            raise ValueError(f"--tools {spec}: {module_name} has no `{attribute}`") from None
-    return list(value) if isinstance(value, list | tuple) else [value]
 
 
 def parse_http_address(address: str) -> tuple[str, int]:
@@ -114,28 +92,12 @@ def serve_main(args: argparse.Namespace) -> int:
         if args.http is not None:
             parse_http_address(args.http)
         if trio.run(_serve, args, tools):
-            return 130  # Ctrl-C: a normal way to stop a server
+            return EXIT_INTERRUPTED
     except (ValueError, OSError, McpConfigError, TypeError) as error:
         print(f"code-mode: {error}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except BaseException as error:
-        if _interrupted(error):  # Ctrl-C: a normal way to stop a server
-            return 130
+        if is_interrupt(error):
+            return EXIT_INTERRUPTED
         raise
-    return 0
-
-
-def _interrupted(error: BaseException) -> bool:
-    """Whether ``error`` is, or holds, a ``KeyboardInterrupt`` (it reaches ``trio.run``
-    through the server's nurseries, in exception groups). Errors beside it are what
-    stopping did to work in flight (e.g. the HTTP server failing to answer a request
-    it was sending when Ctrl-C came): the user asked to stop, so they are logged, not
-    raised."""
-    if isinstance(error, BaseExceptionGroup):
-        interrupts, others = error.split(KeyboardInterrupt)
-        if interrupts is None:
-            return False
-        if others is not None:
-            logger.debug("errors while stopping on Ctrl-C", exc_info=others)
-        return True
-    return isinstance(error, KeyboardInterrupt)
+    return EXIT_OK

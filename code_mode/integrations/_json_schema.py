@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Final
 
-from code_mode import JSON
+from .._types import JSON
 
 MAX_DEPTH: Final = 256
 """Nesting at which :func:`~._to_json.to_json` and :func:`validate_json` give up

@@ -21,8 +21,7 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from code_mode import JSON
-
+from .._types import JSON
 from ._json_schema import JSONValidationError, child_path, json_equal, json_type, validate_json
 from ._pydantic import (
     ModelInputError,

@@ -8,8 +8,7 @@ import math
 
 import attrs
 
-from code_mode import JSON
-
+from .._types import JSON
 from ._json_schema import MAX_DEPTH, child_path
 from ._pydantic import (
     dump_model,

@@ -67,8 +67,7 @@ from typing import Any, Final, Generic, ParamSpec, TypeVar, overload
 import attrs
 import trio
 
-from code_mode import JSON, ToolDefinition, ToolKind, ToolName
-
+from .._types import JSON, ToolDefinition, ToolKind, ToolName
 from ._json_schema import JSONValidationError, validate_json
 from ._schema import Signature, ToolArgumentsError, input_schema_for, schema_for_type, signature_of
 from ._to_json import ToolResultError, to_json

@@ -42,11 +42,10 @@ from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from code_mode import CodeModeSession, NestedTool, Notification, RuntimeConfig
-from code_mode.model_tools import mcp_call_tool_result
-from code_mode.model_tools.adapters import EXEC_TOOL_NAME, WAIT_TOOL_NAME
-from code_mode.model_tools.descriptions import NamespaceDescription
-from code_mode.model_tools.session import is_error_result
+from .._config import RuntimeConfig
+from .._facade import CodeModeSession, NestedTool, Notification, is_error_result
+from ..model_tools.adapters import EXEC_TOOL_NAME, WAIT_TOOL_NAME, mcp_call_tool_result
+from ..model_tools.descriptions import NamespaceDescription
 
 __all__ = [
     "DEFAULT_MAX_SESSIONS",

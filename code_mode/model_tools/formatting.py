@@ -9,9 +9,8 @@ Every result has the same shape, so a model can read any of them the same way::
     Script error:                        <- only when the program failed
     <error text>
 
-The status lines are exact strings of the reference design (``model-tools.md``,
-"Result formatting"); models trained on them know that ``Script running with cell ID
-<id>`` means "call ``wait`` with that id".
+The status lines are exact strings of the reference implementation; models trained
+on them know that ``Script running with cell ID <id>`` means "call ``wait`` with that id".
 
 Token budget
 ------------

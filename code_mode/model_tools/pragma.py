@@ -7,8 +7,8 @@ line comment, which is still valid JavaScript::
     // @exec: {"yield_time_ms": 10000, "max_output_tokens": 1000}
     const r = await tools.search({ q: "trio" });
 
-The error messages are exact strings (``model-tools.md``, "Pragma errors"): models
-were trained on them and correct their input when they read them.
+The error messages are exact strings, the reference implementation's: models were
+trained on them and correct their input when they read them.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class ExecInput:
 def parse_exec_input(text: str) -> ExecInput:
     """Split ``exec`` input into its optional pragma and the JavaScript source.
 
-    The rules, checked in this order (reference 4.3):
+    The rules, checked in this order (the reference implementation's):
 
     1. input that is empty or only whitespace is refused;
     2. the input is split at its first ``\\n``; if the first line, left-trimmed, does not
@@ -101,8 +101,8 @@ def parse_exec_input(text: str) -> ExecInput:
     8. each value must be ``null`` (= not given) or an integer in
        ``0 ..= 2**53 - 1`` (booleans and floats such as ``1.0`` are refused, as a
        strict JSON-to-integer decoder would). Every bad value, too large ones
-       included, gets the one message ``model-tools.md`` specifies (the reference
-       has a separate per-field message for values above ``2**53 - 1``).
+       included, gets one message (the reference implementation has a separate
+       per-field message for values above ``2**53 - 1``).
 
     On success the source is everything after the first ``\\n``, so the program's
     line 1 is the line after the pragma. A ``\\r`` of a ``\\r\\n`` line end stays on

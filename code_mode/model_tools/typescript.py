@@ -4,7 +4,7 @@ A model writes better calls when it sees a tool's input and output as a TypeScri
 type rather than as raw JSON Schema: TypeScript is short, models know it well, and
 a type is exactly what the program in a cell manipulates. This module renders the
 subset of JSON Schema that tool definitions use in practice, following the rules of
-the reference design (``reference-behaviour.md`` 4.6) so that descriptions look like
+the reference implementation so that descriptions look like
 the ones models were trained on:
 
 * ``true`` -> ``unknown``, ``false`` -> ``never``, anything that is not an object ->

@@ -206,7 +206,7 @@ MEMORY: Final = [
     _program(
         "memory",
         "huge-sparse-array-fill",
-        # The example of javascript.md: V8 aborts its process ("invalid table size").
+        # A documented example: V8 aborts its process ("invalid table size").
         "new Array(2 ** 30).fill(0);",
         FailsWith((WORKER_DIED,), wait=120),
         fatal_in_thread_mode=True,

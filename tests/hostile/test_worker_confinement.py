@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from code_mode._engine._process import _PACKAGE_DIR
 from code_mode._engine._wire import FrameReader, frame
-from code_mode._engine._worker_main import BOOTSTRAP, SELFTEST_ENV
+from code_mode._engine._worker_process import _PACKAGE_DIR
+from code_mode._engine._worker_process_main import BOOTSTRAP, SELFTEST_ENV
 
 from ..helpers import SAFETY
 

@@ -19,7 +19,6 @@ from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.server import Server
 from mcp.shared.memory import create_client_server_memory_streams
 from mcp.shared.message import SessionMessage
-from mcp_support import SAFETY, node_command
 
 from code_mode import CodeModeSession, Image, Text
 from code_mode.cli import main as cli_main
@@ -31,6 +30,8 @@ from code_mode.integrations.mcp import (
     load_mcp_config,
     parse_mcp_config,
 )
+
+from ..mcp_support import SAFETY, node_command
 
 
 def outputs(items: list[Any]) -> list[str]:

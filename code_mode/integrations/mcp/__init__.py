@@ -1,21 +1,23 @@
-"""MCP both ways: programs call MCP servers' tools, and code mode is an MCP server.
+"""MCP servers as a tool source: programs call the tools of MCP servers.
 
 Needs the optional extra: ``pip install 'code-mode[mcp]'`` (the official ``mcp`` SDK,
-2.x, which runs on trio through anyio, and ``hypercorn`` to serve HTTP on trio).
+2.x, which runs on trio through anyio).
 
-* Client side (:mod:`._client`, :mod:`._config`): :func:`connect_mcp_servers` starts
-  the servers of an ``mcpServers`` configuration and yields their tools as nested tools
-  (``mcp__<server>__<tool>``); :func:`list_mcp_tools` does the same for an SDK
-  ``ClientSession`` you opened yourself.
-* Server side (:mod:`._server`): :class:`CodeModeMcpServer` serves ``exec`` and
-  ``wait`` over stdio or streamable HTTP, one ``CodeModeSession`` per MCP session.
-* Command line (:mod:`._cli`): ``code-mode mcp serve`` and ``code-mode run
-  --mcp-config``.
+* :mod:`._config` -- reading an ``mcpServers`` configuration (the format Claude
+  Desktop, VS Code and Cursor use);
+* :mod:`._connect` -- :func:`connect_mcp_servers` starts (or connects to) the servers
+  of a configuration and yields their tools as nested tools (``mcp__<server>__<tool>``);
+* :mod:`._client` -- :func:`list_mcp_tools` does the same for an SDK ``ClientSession``
+  you opened yourself.
 
-See ``docs/mcp.md``.
+The other direction, code mode served *as* an MCP server, is an application on top of
+the façade: :mod:`code_mode.mcp_server`. Its names stay importable from here, as
+before, for code written against earlier releases. See ``docs/mcp.md``.
 """
 
 from __future__ import annotations
+
+from typing import Any as _Any
 
 try:
     import mcp as _mcp  # noqa: F401
@@ -32,29 +34,12 @@ from ._client import (
     list_mcp_tools,
     mcp_namespace,
 )
-from ._config import (
-    DEFAULT_STARTUP_TIMEOUT,
-    McpConfigError,
-    McpServerConfig,
-    McpServers,
-    connect_mcp_servers,
-    load_mcp_config,
-    parse_mcp_config,
-)
-from ._server import (
-    DEFAULT_MAX_SESSIONS,
-    DEFAULT_SESSION_IDLE_TIMEOUT,
-    MCP_HTTP_PATH,
-    CodeModeMcpServer,
-)
+from ._config import McpConfigError, McpServerConfig, load_mcp_config, parse_mcp_config
+from ._connect import DEFAULT_STARTUP_TIMEOUT, McpServers, connect_mcp_servers
 
 __all__ = [
-    "DEFAULT_MAX_SESSIONS",
-    "DEFAULT_SESSION_IDLE_TIMEOUT",
     "DEFAULT_STARTUP_TIMEOUT",
-    "MCP_HTTP_PATH",
     "MCP_NAMESPACE_PREFIX",
-    "CodeModeMcpServer",
     "McpConfigError",
     "McpServerConfig",
     "McpServers",
@@ -67,3 +52,18 @@ __all__ = [
     "mcp_namespace",
     "parse_mcp_config",
 ]
+
+#: Names of :mod:`code_mode.mcp_server` that earlier releases exported from here.
+_SERVER_NAMES = frozenset(
+    {"CodeModeMcpServer", "DEFAULT_MAX_SESSIONS", "DEFAULT_SESSION_IDLE_TIMEOUT", "MCP_HTTP_PATH"}
+)
+
+
+def __getattr__(name: str) -> _Any:
+    # Imported on first use: the server is a layer above this package (it is built on
+    # the façade, which imports the tool sources).
+    if name in _SERVER_NAMES:
+        from code_mode import mcp_server
+
+        return getattr(mcp_server, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,7 +17,7 @@ import attrs
 import mcp.types as types
 from mcp import ClientSession, MCPError
 
-from code_mode import JSON, ToolDefinition, ToolKind, ToolName
+from ..._types import JSON, ToolDefinition, ToolKind, ToolName
 
 __all__ = [
     "MCP_NAMESPACE_PREFIX",

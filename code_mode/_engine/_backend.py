@@ -1,0 +1,80 @@
+"""Where isolates live: in this process (``thread``) or in worker processes (``process``).
+
+Both backends give the same narrow interface, so :class:`~code_mode._engine.isolate.Isolate`
+and everything above it do not care which one runs the JavaScript:
+
+* :class:`IsolateHandle`: post an evaluation under a tag, cancel it, close the isolate;
+* :class:`IsolateSink`: what the isolate reports back, always on the trio thread.
+
+``thread`` runs each isolate on its own thread inside the host process: the fastest
+path, but a fatal V8 failure (some out-of-memory conditions abort instead of throwing)
+takes the whole Python process down. ``process`` runs isolates in worker processes
+that speak the same protocol over pipes (:mod:`._process_pool`, :mod:`._worker_process`):
+a fatal failure kills only that worker; its cells fail with a clear error and a new
+worker replaces it.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class IsolateSink(Protocol):
+    """Receives what an isolate reports. Called on the trio thread."""
+
+    def on_batch(self, text: str | None) -> None:
+        """A batch of JSON messages, or ``None`` for one dropped as oversized."""
+
+    def on_task(self, tag: int, outcome: str, detail: str) -> None:
+        """The evaluation ``tag`` ended (``ok``, ``error``, ``oom``, ``terminated``)."""
+
+    def on_crash(self, message: str) -> None:
+        """The isolate is gone without a result (its worker process died)."""
+
+
+class IsolateHandle(Protocol):
+    """Controls one isolate. ``post`` and ``cancel`` never block. A ``quiet`` post
+    reports only failures: its success is implied by the next evaluation's. With
+    ``probe``, the idleness probe (:data:`~code_mode._engine._native.PROBE`) is
+    queued right behind it under that tag: one request (in ``process`` mode, one
+    frame) for the two."""
+
+    def post(self, code: str, tag: int, quiet: bool = False, probe: int | None = None) -> None: ...
+
+    def cancel(self, tag: int) -> None: ...
+
+    def set_limits(self, memory_limit_bytes: int, max_message_chars: int) -> None:
+        """Change the heap limit and the largest message (before the program starts:
+        a warm isolate was prepared with the defaults)."""
+        ...
+
+    def collect_output(self) -> None:
+        """Report output the isolate keeps back while its program runs (see
+        ``NativeIsolate._deliver``) now (``thread`` mode; a worker process keeps
+        none back)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class IsolateSource(Protocol):
+    """Creates isolates (what a cell needs: an engine, or a backend inside one)."""
+
+    async def create_isolate(
+        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
+    ) -> IsolateHandle:
+        """A new isolate with the prelude installed; raises ``IsolateUnavailable``."""
+        ...
+
+    def take_ready_isolate(
+        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
+    ) -> IsolateHandle | None:
+        """A warm isolate if one is ready now (taken without waiting, so a cell can
+        start without a task switch), or None: then :meth:`create_isolate`."""
+        ...
+
+
+class IsolateBackend(IsolateSource, Protocol):
+    """Creates isolates, and has resources of its own to release."""
+
+    async def aclose(self) -> None: ...

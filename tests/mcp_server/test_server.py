@@ -1,0 +1,335 @@
+"""Code mode served over MCP, driven by the SDK's own client (stdio and streamable HTTP
+on 127.0.0.1) and by the MCP Inspector's CLI."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import signal
+import subprocess
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import mcp.types as types
+import pytest
+import trio
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from code_mode import RuntimeConfig
+from code_mode.cli.exit_status import is_interrupt
+from code_mode.integrations.mcp import CodeModeMcpServer
+
+from ..mcp_support import (
+    BLOCKED,
+    PIXEL,
+    SAFETY,
+    add,
+    block,
+    node_command,
+    serve_command,
+)
+
+
+def texts(result: types.CallToolResult) -> list[str]:
+    return [block.text for block in result.content if isinstance(block, types.TextContent)]
+
+
+@asynccontextmanager
+async def http_server(server: CodeModeMcpServer) -> AsyncIterator[str]:
+    async with trio.open_nursery() as nursery:
+        url: str = await nursery.start(server.serve_http, "127.0.0.1", 0)
+        yield url
+        nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def http_client(url: str, **options: Any) -> AsyncIterator[ClientSession]:
+    async with (
+        streamable_http_client(url) as (read, write),
+        ClientSession(read, write, **options) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+async def exec_code(session: ClientSession, code: str, **options: Any) -> types.CallToolResult:
+    return await session.call_tool("exec", {"code": code}, **options)
+
+
+async def test_stdio_lists_exec_and_wait_and_serves_them() -> None:
+    command, args, env = serve_command()
+    logs: list[types.LoggingMessageNotificationParams] = []
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        logs.append(params)
+
+    with trio.fail_after(SAFETY):
+        async with (
+            stdio_client(StdioServerParameters(command=command, args=args, env=env)) as streams,
+            ClientSession(*streams, logging_callback=on_log) as session,
+        ):
+            await session.initialize()
+            listed = await session.list_tools()
+            assert [tool.name for tool in listed.tools] == ["exec", "wait"]
+            exec_tool = listed.tools[0]
+            assert exec_tool.input_schema["required"] == ["code"]
+            assert "add(args: { a: number; b: number; }): Promise<number>;" in (
+                exec_tool.description or ""
+            )
+
+            result = await exec_code(
+                session, 'store("k", 7); notify("half way"); text(await tools.add({a: 2, b: 3}))'
+            )
+            assert not result.is_error
+            assert texts(result)[0].startswith("Script completed\n")
+            assert texts(result)[1:] == ["5"]
+            assert [(log.level, log.data) for log in logs] == [("info", "half way")]
+
+            code = '// @exec: {"yield_time_ms": 0}\nawait new Promise(r => setTimeout(r, 200));'
+            started = await exec_code(
+                session, code + 'text(load("k")); image(' + json.dumps(PIXEL) + ")"
+            )
+            assert texts(started)[0].startswith("Script running with cell ID 2\n")
+            finished = await session.call_tool("wait", {"cell_id": "2", "yield_time_ms": 20000})
+            assert texts(finished)[0].startswith("Script completed\n")
+            assert texts(finished)[1] == "7"
+            image = finished.content[2]
+            assert isinstance(image, types.ImageContent)
+            assert image.mime_type == "image/png"
+            assert PIXEL.endswith(image.data)
+
+            failed = await exec_code(session, 'throw new Error("boom")')
+            assert failed.is_error
+            assert texts(failed)[-1].startswith("Script error:\nError: boom")
+            missing = await session.call_tool("wait", {"cell_id": "99"})
+            assert missing.is_error
+            assert "exec cell 99 not found" in texts(missing)[-1]
+
+
+async def test_stdio_server_ends_its_cells_when_the_client_goes() -> None:
+    """Closing stdin ends the server process by itself, with a cell still running."""
+    command, args, env = serve_command()
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {
+                "name": "exec",
+                "arguments": {"code": '// @exec: {"yield_time_ms": 0}\nwhile (true) {}'},
+            },
+        },
+    ]
+    with trio.fail_after(SAFETY):
+        process = await trio.lowlevel.open_process(
+            [command, *args],
+            stdin=-1,
+            stdout=-1,
+            env={**os.environ, **env},
+        )
+        assert process.stdin is not None and process.stdout is not None
+        for message in messages:
+            await process.stdin.send_all((json.dumps(message) + "\n").encode())
+        received = b""
+        while b'"id":2' not in received:
+            chunk = await process.stdout.receive_some()
+            assert chunk, f"server closed stdout early: {received!r}"
+            received += chunk
+        assert b"Script running with cell ID 1" in received
+        await process.stdin.aclose()
+        assert await process.wait() == 0
+
+
+async def test_http_sessions_are_separate() -> None:
+    server = CodeModeMcpServer([add])
+    with trio.fail_after(SAFETY):
+        async with (
+            http_server(server) as url,
+            http_client(url) as first,
+            http_client(url) as second,
+        ):
+            assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
+            await exec_code(first, 'store("secret", "first"); text("stored")')
+            await exec_code(second, 'store("other", 2); text("stored")')
+            assert server.session_count == 2
+            mine = await exec_code(
+                first, 'text(String(load("secret"))); text(String(load("other")))'
+            )
+            theirs = await exec_code(
+                second, 'text(String(load("secret"))); text(String(load("other")))'
+            )
+            assert texts(mine)[1:] == ["first", "undefined"]
+            assert texts(theirs)[1:] == ["undefined", "2"]
+            # Cell ids are per session too.
+            assert texts(mine)[0].startswith("Script completed")
+
+
+async def test_http_notify_as_progress_and_images() -> None:
+    server = CodeModeMcpServer([add])
+    progress: list[tuple[float, str | None]] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, message))
+
+    with trio.fail_after(SAFETY):
+        async with http_server(server) as url, http_client(url) as session:
+            listed = await session.list_tools()
+            assert [tool.name for tool in listed.tools] == ["exec", "wait"]
+            code = f'notify("one"); notify("two"); image({json.dumps(PIXEL)}); text("done")'
+            result = await exec_code(session, code, progress_callback=on_progress)
+            assert not result.is_error
+            assert isinstance(result.content[1], types.ImageContent)
+            assert texts(result)[1:] == ["done"]
+            # The SDK's client runs each progress callback in a task of its own, so they
+            # may run in any order; the progress value says which came first.
+            assert sorted(progress) == [(1, "one"), (2, "two")]
+
+
+async def test_http_session_deleted_by_the_client_closes_its_cells() -> None:
+    BLOCKED["deleted"] = trio.Event()
+    server = CodeModeMcpServer([block])
+    with trio.fail_after(SAFETY):
+        async with http_server(server) as url:
+            async with http_client(url) as session:
+                code = '// @exec: {"yield_time_ms": 100}\nawait tools.block({name: "deleted"})'
+                started = await exec_code(session, code)
+                assert texts(started)[0].startswith("Script running with cell ID 1")
+                assert not BLOCKED["deleted"].is_set()
+            # Leaving the client sent DELETE: the session and its cell are gone.
+            await BLOCKED["deleted"].wait()
+            assert server.session_count == 0
+
+
+async def test_http_idle_session_is_closed() -> None:
+    BLOCKED["idle"] = trio.Event()
+    server = CodeModeMcpServer([block], session_idle_timeout=0.5)
+    with trio.fail_after(SAFETY):
+        async with http_server(server) as url, http_client(url) as session:
+            code = '// @exec: {"yield_time_ms": 100}\nawait tools.block({name: "idle"})'
+            started = await exec_code(session, code)
+            assert texts(started)[0].startswith("Script running with cell ID 1")
+            await BLOCKED["idle"].wait()
+            assert server.session_count == 0
+
+
+async def test_http_server_survives_hostile_programs() -> None:
+    config = RuntimeConfig(memory_limit_bytes=32 * 1024 * 1024)
+    server = CodeModeMcpServer([add], config=config)
+    with trio.fail_after(SAFETY):
+        async with http_server(server) as url, http_client(url) as session:
+            hog = await exec_code(
+                session, "const a = []; while (true) a.push(new Array(1e6).fill(1));"
+            )
+            assert hog.is_error
+            assert "memory limit" in texts(hog)[-1]
+            spin = await exec_code(session, '// @exec: {"yield_time_ms": 100}\nwhile (true) {}')
+            assert texts(spin)[0].startswith("Script running with cell ID 2")
+            stopped = await session.call_tool("wait", {"cell_id": "2", "terminate": True})
+            assert texts(stopped)[0].startswith("Script terminated")
+            after = await exec_code(session, "text(await tools.add({a: 1, b: 1}))")
+            assert texts(after)[1:] == ["2"]
+
+
+async def test_unknown_tool_is_a_json_rpc_error() -> None:
+    server = CodeModeMcpServer([add])
+    with trio.fail_after(SAFETY):
+        async with http_server(server) as url, http_client(url) as session:
+            from mcp import MCPError
+
+            with pytest.raises(MCPError, match="Unknown tool: nope"):
+                await session.call_tool("nope", {})
+
+
+async def run_inspector(args: Sequence[str]) -> Any:
+    inspector = node_command("mcp-inspector")
+    command, serve_args, env = serve_command()
+    env_args = [arg for key, value in env.items() for arg in ("-e", f"{key}={value}")]
+    completed = await trio.run_process(
+        [inspector, "--cli", *env_args, command, *serve_args, *args],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr.decode()
+    return json.loads(completed.stdout)
+
+
+async def test_mcp_inspector_cli_lists_and_calls_tools() -> None:
+    with trio.fail_after(SAFETY * 2):
+        listed = await run_inspector(["--method", "tools/list"])
+        assert [tool["name"] for tool in listed["tools"]] == ["exec", "wait"]
+        called = await run_inspector(
+            [
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "exec",
+                "--tool-arg",
+                "code=text(await tools.add({a: 20, b: 22}))",
+            ]
+        )
+        assert called["isError"] is False
+        assert called["content"][0]["text"].startswith("Script completed\n")
+        assert called["content"][1] == {"type": "text", "text": "42"}
+        waited = await run_inspector(
+            ["--method", "tools/call", "--tool-name", "wait", "--tool-arg", "cell_id=1"]
+        )
+        assert waited["isError"] is True
+        assert "exec cell 1 not found" in waited["content"][-1]["text"]
+
+
+async def test_cli_serves_streamable_http() -> None:
+    command, args, env = serve_command("--http", "127.0.0.1:0")
+    with trio.fail_after(SAFETY):
+        async with trio.open_nursery() as nursery:
+            process = await nursery.start(
+                functools.partial(
+                    trio.run_process,
+                    [command, *args],
+                    env={**os.environ, **env},
+                    stderr=subprocess.PIPE,
+                    check=False,
+                )
+            )
+            received = b""
+            while b"/mcp\n" not in received:
+                chunk = await process.stderr.receive_some()
+                assert chunk, f"the server ended: {received!r}"
+                received += chunk
+            url = received.decode().split(" at ")[-1].strip()
+            assert url.startswith("http://127.0.0.1:")
+            async with http_client(url) as session:
+                result = await exec_code(session, "text(await tools.add({a: 1, b: 2}))")
+                assert texts(result)[1:] == ["3"]
+                assert session.server_info is not None
+                assert session.server_info.name == "code-mode"
+            process.send_signal(signal.SIGINT)
+            while chunk := await process.stderr.receive_some():
+                received += chunk
+        assert process.returncode == 130, received.decode(errors="replace")[-30000:]
+
+
+def test_ctrl_c_is_an_interrupt_even_with_errors_it_caused_beside_it() -> None:
+    # Seen in CI-like runs: Ctrl-C came while the HTTP server was sending a response,
+    # and the server's failure to answer arrived in the same exception group.
+    caused = RuntimeError("can't send the error response: the response has started")
+    assert is_interrupt(KeyboardInterrupt())
+    assert is_interrupt(BaseExceptionGroup("stopping", [KeyboardInterrupt(), caused]))
+    nested = BaseExceptionGroup("outer", [BaseExceptionGroup("inner", [KeyboardInterrupt()])])
+    assert is_interrupt(nested)
+    assert not is_interrupt(ExceptionGroup("crashed", [caused]))
+    assert not is_interrupt(caused)

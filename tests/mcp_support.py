@@ -1,0 +1,60 @@
+"""Shared by the MCP tests: where the Node MCP programs are, and tools to serve."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from code_mode import tool
+
+ROOT = Path(__file__).resolve().parents[1]
+NODE_BIN = ROOT / ".ci" / "node" / "node_modules" / ".bin"
+SAFETY = 30.0  # seconds; a hang guard, never the thing under test (Node servers start slowly)
+PIXEL = (
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+    "YPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+
+
+def node_command(name: str) -> str:
+    """The path of an npm-installed command (``.ci/node``, where ``.ci/run`` installs
+    them, else ``PATH``); skips the test, naming it, when it is missing."""
+    local = NODE_BIN / name
+    if local.exists():
+        return str(local)
+    found = shutil.which(name)
+    if found is None or shutil.which("node") is None:
+        pytest.skip(f"`{name}` not found: run `npm ci --prefix .ci/node` (as .ci/run does)")
+    return found
+
+
+def serve_command(*extra: str) -> tuple[str, list[str], dict[str, str]]:
+    """``code-mode mcp serve`` serving :data:`TOOLS`, as (command, args, env)."""
+    args = ["-m", "code_mode.cli", "mcp", "serve", "--tools", f"{__name__}:TOOLS", *extra]
+    env = {"PYTHONPATH": str(ROOT)}
+    return sys.executable, args, env
+
+
+@tool
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+TOOLS = [add]
+
+BLOCKED: dict[str, trio.Event] = {}
+"""Set when a :func:`block` call named by the key is cancelled."""
+
+
+@tool
+async def block(name: str) -> None:
+    """Wait until cancelled (records the cancellation under ``name``)."""
+    try:
+        await trio.sleep_forever()
+    finally:
+        BLOCKED.setdefault(name, trio.Event()).set()

@@ -1,0 +1,47 @@
+"""The examples run as shipped (CI runs them through this file)."""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+import pytest
+import trio
+
+from code_mode.cli import main as cli_main
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SAFETY = 10.0  # seconds; a hang guard, never the thing under test
+
+
+def test_agent_loop_example(capsys: pytest.CaptureFixture[str]) -> None:
+    namespace = runpy.run_path(str(EXAMPLES / "agent_loop.py"))
+
+    async def run() -> str:
+        with trio.fail_after(SAFETY):
+            return str(await namespace["main"]())
+
+    answer = trio.run(run)
+    output = capsys.readouterr().out
+    assert answer == "Here you go: Lisbon: sunny, 21 °C, population 545,923"
+    steps = [
+        "user: What is the weather in Lisbon",
+        "model -> exec:\n// @exec:",
+        "exec result:\nScript running with cell ID 1\nWall time ",
+        'model -> wait:\n{"cell_id": "1"}',
+        "wait result:\nScript completed\nWall time ",
+        "Output:\nLisbon: sunny, 21 °C, population 545,923\n",
+        "assistant: Here you go:",
+    ]
+    assert "[notify from cell 1] Looking up Lisbon...\n" in output
+    position = 0
+    for step in steps:
+        found = output.find(step, position)
+        assert found >= 0, f"missing or out of order: {step!r}\n{output}"
+        position = found
+
+
+def test_hello_js_runs_with_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["run", str(EXAMPLES / "hello.js")]) == 0
+    output = capsys.readouterr().out
+    assert "The answer is 42." in output
