@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-_PARTS = ("output.js", "runtime.js", "buffers.js")
+_PARTS = ("output.js", "globals.js", "buffers.js")
 #: Compiled on first use (see ``js/buffers.js``). It travels in a comment, which V8
 #: skips at little cost, inside a function whose source text the runtime reads back.
 _LAZY = "buffers_impl.js"
