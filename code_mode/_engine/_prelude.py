@@ -1,11 +1,31 @@
-"""Assembles the JavaScript prelude evaluated in every new isolate."""
+"""Assembles the JavaScript prelude evaluated in every new isolate.
+
+The runtime's files (``js/``) are pasted, in the order of :data:`_PARTS`, into one
+strict function, so they share one closure: a file may use what the files before it
+define. ``js/builtins.js`` comes first (it captures every built-in the others use) and
+describes the whole runtime: what each file does, the protocol with the host, and the
+"Compiled ahead" rule (a function expression in parentheses is compiled with the
+prelude, in the warm isolate, not on a cell's clock)."""
 
 from __future__ import annotations
 
 import functools
 from pathlib import Path
 
-_PARTS = ("output.js", "runtime.js", "buffers.js")
+#: The runtime's files, in the order they are pasted (see ``js/builtins.js``).
+_PARTS = (
+    "builtins.js",
+    "output.js",
+    "channel.js",
+    "cell_state.js",
+    "stack_trace.js",
+    "globals.js",
+    "tools.js",
+    "start.js",
+    "commands.js",
+    "install.js",
+    "buffers.js",
+)
 #: Compiled on first use (see ``js/buffers.js``). It travels in a comment, which V8
 #: skips at little cost, inside a function whose source text the runtime reads back.
 _LAZY = "buffers_impl.js"
@@ -58,7 +78,7 @@ def prelude_source() -> str:
         # The host attaches the two native doorbells to the returned buffer as
         # `more` and `end`; they are moved into this closure on first use.
         "let rtBellMoreNative, rtBellEndNative;\n"
-        # (In parentheses: compiled with the prelude, see "Compiled ahead" in runtime.js.)
+        # (In parentheses: compiled with the prelude, see "Compiled ahead" in builtins.js.)
         "const rtBellsReady = (function rtBellsReady() {\n"
         "  if (rtBellEndNative === undefined) {\n"
         "    rtBellMoreNative = rtBuffer.more; rtBellEndNative = rtBuffer.end;\n"

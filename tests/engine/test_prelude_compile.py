@@ -2,7 +2,7 @@
 
 V8 compiles functions lazily (on first call) except function expressions in
 parentheses, which it compiles with their script; the runtime writes the functions
-every cell's start runs that way ("Compiled ahead" in ``js/runtime.js``). A warm
+every cell's start runs that way ("Compiled ahead" in ``js/builtins.js``). A warm
 isolate has evaluated the prelude before a cell takes it, so a short cell must not
 compile any function of the runtime itself. V8's function-event log says which
 functions it compiled when: the child process runs with ``--log-function-events``

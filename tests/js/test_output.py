@@ -1,7 +1,8 @@
 """Tests of the in-isolate output helpers (``code_mode/_engine/js/output.js``).
 
-The fragment is loaded into a bare ``MiniRacer`` context, wrapped the way the prelude
-wraps it (inside one strict-mode function), and its helpers are called directly.
+The fragment is loaded into a bare ``MiniRacer`` context after ``builtins.js`` (the
+built-ins it calls, captured), wrapped the way the prelude wraps them (inside one
+strict-mode function), and its helpers are called directly.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from typing import Any
 import pytest
 from py_mini_racer import MiniRacer
 
-OUTPUT_JS = Path(__file__).resolve().parents[2] / "code_mode" / "_engine" / "js" / "output.js"
+JS = Path(__file__).resolve().parents[2] / "code_mode" / "_engine" / "js"
+#: output.js and what it needs before it, in the prelude's order.
+SOURCES = ("builtins.js", "output.js")
 
 HELPERS = (
     "cmOutputText",
@@ -47,7 +50,7 @@ CYCLE = "(() => { const o = {}; o.self = o; return o; })()"
 
 
 def _load(mr: MiniRacer) -> None:
-    source = OUTPUT_JS.read_text(encoding="utf-8")
+    source = "\n".join((JS / name).read_text(encoding="utf-8") for name in SOURCES)
     exports = ", ".join(HELPERS)
     mr.eval(
         'globalThis.__t = (function () { "use strict";\n'

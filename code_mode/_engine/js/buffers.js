@@ -49,26 +49,16 @@
 // compiled on first use: _prelude.py places its source in a comment, in the body of
 // `rtBuffersImplSource`, after this file.
 
-const rtReflectConstruct = Reflect.construct;
-const rtReflectOwnKeys = Reflect.ownKeys;
-const rtFunction = Function;
-const rtFunctionBind = Function.prototype.bind;
-const rtFunctionToString = Function.prototype.toString;
-const rtObjectGetPrototypeOf = Object.getPrototypeOf;
-const rtObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
-const rtUint8Array = Uint8Array;
 const rtTypedArrayPrototype = rtObjectGetPrototypeOf(rtUint8Array.prototype);
 const rtBufferPrototype = rtArrayBuffer.prototype;
 // Compiled ahead, as every function the prelude itself calls (see "Compiled ahead" in
-// runtime.js): a function declared plainly is pre-parsed with the prelude and parsed
+// builtins.js): a function declared plainly is pre-parsed with the prelude and parsed
 // again at its first call, here while the prelude runs.
 const rtGetter = (function rtGetter(object, key) {
   return rtObjectGetOwnPropertyDescriptor(object, key).get;
 });
 const rtBufferByteLength = rtGetter(rtBufferPrototype, "byteLength");
 const rtTypedArrayTag = rtGetter(rtTypedArrayPrototype, Symbol.toStringTag);
-const rtRangeError = RangeError;
-const rtArrayIsArray = Array.isArray;
 
 // V8's gc extension, exposed as `__code_mode_gc`: a global function declaration, which
 // cannot be deleted. The runtime keeps the function and leaves `undefined` behind.
@@ -119,16 +109,16 @@ const RT_BUFFER_DEPS = {
   reflectApply: rtReflectApply,
   reflectConstruct: rtReflectConstruct,
   mathTrunc: rtMathTrunc,
-  mathCeil: Math.ceil,
-  mathFloor: Math.floor,
-  arrayIsArray: Array.isArray,
+  mathCeil: rtMathCeil,
+  mathFloor: rtMathFloor,
+  arrayIsArray: rtArrayIsArray,
   objectSetPrototypeOf: rtObjectSetPrototypeOf,
   typeError: rtTypeError,
   string: rtString,
-  weakRef: WeakRef,
-  weakRefDeref: WeakRef.prototype.deref,
+  weakRef: rtWeakRef,
+  weakRefDeref: rtWeakRefDeref,
   symbolIterator: Symbol.iterator,
-  arrayValues: Array.prototype.values,
+  arrayValues: rtArrayValues,
   typedArrayTag: rtTypedArrayTag,
   typedArrayLength: rtGetter(rtTypedArrayPrototype, "length"),
   typedArrayByteLength: rtGetter(rtTypedArrayPrototype, "byteLength"),

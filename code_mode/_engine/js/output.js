@@ -1,37 +1,20 @@
 // Output helpers: how values become text, how image()/forward_output() arguments become
 // output items, and how a thrown value becomes error text.
 //
-// This fragment is pasted, before runtime.js, inside one strict-mode function that runs
-// before any user code. It only declares `cmOut*` constants and `cm*` functions. Every
-// built-in it relies on is captured here first and methods are called through
-// `Reflect.apply`, so a program that later replaces `JSON.stringify`,
-// `String.prototype.toLowerCase`, `Array.isArray`, `Object.prototype.hasOwnProperty`,
-// or adds setters/properties to `Object.prototype` / `Array.prototype`, cannot change
-// what these helpers do. (JSON.stringify still honours `toJSON` and getters: that is
-// part of the output-text rule.)
+// It only declares `cmOut*` constants and `cm*` functions, and calls built-ins only
+// through the `rt*` constants of builtins.js (methods through `rtReflectApply`), so a
+// program that later replaces `JSON.stringify`, `String.prototype.toLowerCase`,
+// `Array.isArray`, `Object.prototype.hasOwnProperty`, or adds setters/properties to
+// `Object.prototype` / `Array.prototype`, cannot change what these helpers do.
+// (JSON.stringify still honours `toJSON` and getters: that is part of the output-text
+// rule.) tests/test_js_output.py loads builtins.js and this file alone.
 //
 // Items: {type: "text", text} and {type: "image", image_url, detail}; `detail` is
 // always one of "auto", "low", "high", "original" (default "high").
 //
 // `const f = (function f() {...});` marks a function that every cell's start runs
-// (`text` output): the parentheses make V8 compile it with the prelude, in the warm
-// isolate, ahead of the cell; other functions are compiled on first use (see
-// runtime.js, "Compiled ahead").
-
-const cmOutJSONStringify = JSON.stringify;
-const cmOutJSONParse = JSON.parse;
-const cmOutString = String;
-const cmOutStringFromCharCode = String.fromCharCode;
-const cmOutStringCharCodeAt = String.prototype.charCodeAt;
-const cmOutStringSlice = String.prototype.slice;
-const cmOutStringTrim = String.prototype.trim;
-const cmOutStringToWellFormed = String.prototype.toWellFormed;
-const cmOutError = Error;
-const cmOutTypeError = TypeError;
-const cmOutArrayIsArray = Array.isArray;
-const cmOutObjectHasOwn = Object.hasOwn;
-const cmOutReflectApply = Reflect.apply;
-const cmOutReflectDefineProperty = Reflect.defineProperty;
+// (`text` output): compiled ahead, with the prelude (see "Compiled ahead" in
+// builtins.js); other functions are compiled on first use.
 
 const cmOutImageExpects =
   "image expects a non-empty image URL string, an object with image_url and optional " +
@@ -57,7 +40,7 @@ const cmOutDetailMetaKey = "codex/imageDetail";
 // `stack` is that text alone, so an uncaught one reads as exactly the message.
 function cmOutFail(ctor, message) {
   const error = new ctor(message);
-  cmOutReflectDefineProperty(error, "stack", {
+  rtReflectDefineProperty(error, "stack", {
     __proto__: null,
     value: message,
     writable: true,
@@ -68,7 +51,7 @@ function cmOutFail(ctor, message) {
 }
 
 function cmOutPush(array, value) {
-  cmOutReflectDefineProperty(array, array.length, {
+  rtReflectDefineProperty(array, array.length, {
     __proto__: null,
     value,
     writable: true,
@@ -83,42 +66,42 @@ function cmOutIsSurrogate(c) {
 
 // Lone UTF-16 surrogates become U+FFFD.
 const cmOutWellFormed = (function cmOutWellFormed(s) {
-  if (typeof cmOutStringToWellFormed === "function") {
-    return cmOutReflectApply(cmOutStringToWellFormed, s, []);
+  if (typeof rtStringToWellFormed === "function") {
+    return rtReflectApply(rtStringToWellFormed, s, []);
   }
   const length = s.length;
   let out = "";
   let start = 0;
   for (let i = 0; i < length; i++) {
-    const c = cmOutReflectApply(cmOutStringCharCodeAt, s, [i]);
+    const c = rtReflectApply(rtStringCharCodeAt, s, [i]);
     if (!cmOutIsSurrogate(c)) continue;
     if (c <= 0xdbff && i + 1 < length) {
-      const next = cmOutReflectApply(cmOutStringCharCodeAt, s, [i + 1]);
+      const next = rtReflectApply(rtStringCharCodeAt, s, [i + 1]);
       if (next >= 0xdc00 && next <= 0xdfff) {
         i++;
         continue;
       }
     }
-    out += cmOutReflectApply(cmOutStringSlice, s, [start, i]) + "\uFFFD";
+    out += rtReflectApply(rtStringSlice, s, [start, i]) + "\uFFFD";
     start = i + 1;
   }
   if (start === 0) return s;
-  return out + cmOutReflectApply(cmOutStringSlice, s, [start]);
+  return out + rtReflectApply(rtStringSlice, s, [start]);
 });
 
 // ASCII-only lower-casing (like Rust's to_ascii_lowercase); only used on short strings.
 function cmOutAsciiLower(s) {
   let out = "";
   for (let i = 0; i < s.length; i++) {
-    const c = cmOutReflectApply(cmOutStringCharCodeAt, s, [i]);
-    out += cmOutStringFromCharCode(c >= 65 && c <= 90 ? c + 32 : c);
+    const c = rtReflectApply(rtStringCharCodeAt, s, [i]);
+    out += rtStringFromCharCode(c >= 65 && c <= 90 ? c + 32 : c);
   }
   return out;
 }
 
 function cmOutStartsWithAsciiCI(s, lowerPrefix) {
   if (s.length < lowerPrefix.length) return false;
-  const head = cmOutReflectApply(cmOutStringSlice, s, [0, lowerPrefix.length]);
+  const head = rtReflectApply(rtStringSlice, s, [0, lowerPrefix.length]);
   return cmOutAsciiLower(head) === lowerPrefix;
 }
 
@@ -128,12 +111,12 @@ function cmOutIsObjectLike(value) {
 
 // A JSON object (plain, non-array) as produced by JSON.parse.
 function cmOutIsJsonObject(value) {
-  return typeof value === "object" && value !== null && !cmOutArrayIsArray(value);
+  return typeof value === "object" && value !== null && !rtArrayIsArray(value);
 }
 
 // Own property of JSON data (never consults a possibly polluted prototype).
 function cmOutOwn(object, key) {
-  return cmOutObjectHasOwn(object, key) ? object[key] : undefined;
+  return rtObjectHasOwn(object, key) ? object[key] : undefined;
 }
 
 // A normal property read (getters run); a throwing read counts as absent.
@@ -148,9 +131,9 @@ function cmOutGet(object, key) {
 // JavaScript -> JSON data (reference 1.10): stringify then parse, giving fresh plain
 // data. `undefined` when stringify produces nothing; stringify exceptions propagate.
 function cmOutToJson(value) {
-  const json = cmOutReflectApply(cmOutJSONStringify, undefined, [value]);
+  const json = rtReflectApply(rtJSONStringify, undefined, [value]);
   if (json === undefined) return undefined;
-  return cmOutReflectApply(cmOutJSONParse, undefined, [json]);
+  return rtReflectApply(rtJSONParse, undefined, [json]);
 }
 
 const cmOutText = (function cmOutText(text) {
@@ -165,13 +148,13 @@ function cmOutImage(imageUrl, detail) {
 // Shared image rules.
 
 function cmOutCheckImageUrl(url, allowRemote) {
-  if (url === "") throw cmOutFail(cmOutTypeError, cmOutImageExpects);
+  if (url === "") throw cmOutFail(rtTypeError, cmOutImageExpects);
   if (cmOutStartsWithAsciiCI(url, "http://") || cmOutStartsWithAsciiCI(url, "https://")) {
-    if (allowRemote === false) throw cmOutFail(cmOutError, cmOutImageRemoteDisabled);
+    if (allowRemote === false) throw cmOutFail(rtError, cmOutImageRemoteDisabled);
     return;
   }
   if (cmOutStartsWithAsciiCI(url, "data:")) return;
-  throw cmOutFail(cmOutError, cmOutImageUrlScheme);
+  throw cmOutFail(rtError, cmOutImageUrlScheme);
 }
 
 // A detail string, ASCII-case-insensitive; returns the lower-cased value or undefined.
@@ -186,7 +169,7 @@ function cmOutDetailOrUndefined(detail) {
 
 function cmOutParseDetail(detail) {
   const parsed = cmOutDetailOrUndefined(detail);
-  if (parsed === undefined) throw cmOutFail(cmOutError, cmOutDetailValues);
+  if (parsed === undefined) throw cmOutFail(rtError, cmOutDetailValues);
   return parsed;
 }
 
@@ -207,7 +190,7 @@ function cmOutMcpMetaDetail(block) {
 }
 
 // ---------------------------------------------------------------------------
-// Public helpers (the interface runtime.js uses).
+// Public helpers (what the rest of the runtime uses).
 
 // The output-text rule (reference 1.3).
 const cmOutputText = (function cmOutputText(value) {
@@ -220,9 +203,9 @@ const cmOutputText = (function cmOutputText(value) {
     kind === "bigint" ||
     kind === "string"
   ) {
-    return cmOutWellFormed(cmOutString(value));
+    return cmOutWellFormed(rtString(value));
   }
-  const json = cmOutReflectApply(cmOutJSONStringify, undefined, [value]);
+  const json = rtReflectApply(rtJSONStringify, undefined, [value]);
   return json === undefined ? "undefined" : cmOutWellFormed(json);
 });
 
@@ -238,7 +221,7 @@ function cmImageItem(args, allowRemote) {
     const detail = args[1];
     if (typeof detail === "string") override = detail;
     else if (detail !== null && detail !== undefined) {
-      throw cmOutFail(cmOutTypeError, cmOutDetailString);
+      throw cmOutFail(rtTypeError, cmOutDetailString);
     }
   }
 
@@ -247,27 +230,27 @@ function cmImageItem(args, allowRemote) {
   let embedded;
   if (typeof value === "string") {
     url = value;
-  } else if (cmOutIsObjectLike(value) && !cmOutArrayIsArray(value)) {
+  } else if (cmOutIsObjectLike(value) && !rtArrayIsArray(value)) {
     const imageUrl = cmOutGet(value, "image_url");
     if (imageUrl !== undefined) {
-      if (typeof imageUrl !== "string") throw cmOutFail(cmOutTypeError, cmOutImageExpects);
+      if (typeof imageUrl !== "string") throw cmOutFail(rtTypeError, cmOutImageExpects);
       url = imageUrl;
       const detail = cmOutGet(value, "detail");
       if (typeof detail === "string") embedded = detail;
       else if (detail !== null && detail !== undefined) {
-        throw cmOutFail(cmOutTypeError, cmOutDetailString);
+        throw cmOutFail(rtTypeError, cmOutDetailString);
       }
     } else {
       const block = cmOutToJson(value);
-      if (!cmOutIsJsonObject(block)) throw cmOutFail(cmOutTypeError, cmOutImageExpects);
+      if (!cmOutIsJsonObject(block)) throw cmOutFail(rtTypeError, cmOutImageExpects);
       const type = cmOutOwn(block, "type");
-      if (typeof type !== "string") throw cmOutFail(cmOutTypeError, cmOutImageExpects);
+      if (typeof type !== "string") throw cmOutFail(rtTypeError, cmOutImageExpects);
       if (type !== "image") {
-        throw cmOutFail(cmOutError, 'image only accepts MCP image blocks, got "' + type + '"');
+        throw cmOutFail(rtError, 'image only accepts MCP image blocks, got "' + type + '"');
       }
       const data = cmOutOwn(block, "data");
       if (typeof data !== "string" || data === "") {
-        throw cmOutFail(cmOutError, cmOutMcpImageData);
+        throw cmOutFail(rtError, cmOutMcpImageData);
       }
       url = cmOutMcpImageUrl(block, data);
       const meta = cmOutMcpMetaDetail(block);
@@ -276,7 +259,7 @@ function cmImageItem(args, allowRemote) {
       }
     }
   } else {
-    throw cmOutFail(cmOutTypeError, cmOutImageExpects);
+    throw cmOutFail(rtTypeError, cmOutImageExpects);
   }
 
   cmOutCheckImageUrl(url, allowRemote);
@@ -287,18 +270,18 @@ function cmImageItem(args, allowRemote) {
 // The image-url rule of forward_output (reference 1.5).
 function cmOutForwardImageUrl(object, allowRemote) {
   let url;
-  if (cmOutObjectHasOwn(object, "image_url")) url = object.image_url;
-  else if (cmOutObjectHasOwn(object, "imageUrl")) url = object.imageUrl;
-  else throw cmOutFail(cmOutTypeError, "output expected image content to include `image_url`");
+  if (rtObjectHasOwn(object, "image_url")) url = object.image_url;
+  else if (rtObjectHasOwn(object, "imageUrl")) url = object.imageUrl;
+  else throw cmOutFail(rtTypeError, "output expected image content to include `image_url`");
   if (typeof url !== "string") {
-    throw cmOutFail(cmOutTypeError, "output expected `image_url` to be a string");
+    throw cmOutFail(rtTypeError, "output expected `image_url` to be a string");
   }
   cmOutCheckImageUrl(url, allowRemote);
   const detail = cmOutOwn(object, "detail");
   let parsed = "high";
   if (typeof detail === "string") parsed = cmOutParseDetail(detail);
   else if (detail !== null && detail !== undefined) {
-    throw cmOutFail(cmOutTypeError, cmOutDetailString);
+    throw cmOutFail(rtTypeError, cmOutDetailString);
   }
   return cmOutImage(url, parsed);
 }
@@ -310,16 +293,16 @@ function cmOutForwardEntry(object, allowRemote) {
     if (type === "text" || type === "input_text" || type === "inputText") {
       const text = cmOutOwn(object, "text");
       if (typeof text !== "string") {
-        throw cmOutFail(cmOutTypeError, "output expected `" + type + "` content to include `text`");
+        throw cmOutFail(rtTypeError, "output expected `" + type + "` content to include `text`");
       }
       return cmOutText(text);
     }
     if (type === "image") {
       const data = cmOutOwn(object, "data");
       if (typeof data !== "string") {
-        throw cmOutFail(cmOutTypeError, "output expected `image` content to include `data`");
+        throw cmOutFail(rtTypeError, "output expected `image` content to include `data`");
       }
-      if (data === "") throw cmOutFail(cmOutError, "output expected MCP image data");
+      if (data === "") throw cmOutFail(rtError, "output expected MCP image data");
       const url = cmOutMcpImageUrl(object, data);
       cmOutCheckImageUrl(url, allowRemote);
       const meta = cmOutMcpMetaDetail(object);
@@ -330,11 +313,11 @@ function cmOutForwardEntry(object, allowRemote) {
       return cmOutForwardImageUrl(object, allowRemote);
     }
     throw cmOutFail(
-      cmOutError,
+      rtError,
       "forward_output only supports text and image content blocks, got `" + type + "`",
     );
   }
-  if (cmOutObjectHasOwn(object, "image_url") || cmOutObjectHasOwn(object, "imageUrl")) {
+  if (rtObjectHasOwn(object, "image_url") || rtObjectHasOwn(object, "imageUrl")) {
     return cmOutForwardImageUrl(object, allowRemote);
   }
   return undefined;
@@ -343,35 +326,35 @@ function cmOutForwardEntry(object, allowRemote) {
 function cmOutForwardEntries(entries, items, allowRemote) {
   for (let i = 0; i < entries.length; i++) {
     const entry = entries[i];
-    if (!cmOutIsJsonObject(entry)) throw cmOutFail(cmOutTypeError, cmOutForwardEntriesMessage);
+    if (!cmOutIsJsonObject(entry)) throw cmOutFail(rtTypeError, cmOutForwardEntriesMessage);
     const item = cmOutForwardEntry(entry, allowRemote);
-    if (item === undefined) throw cmOutFail(cmOutTypeError, cmOutForwardExpects);
+    if (item === undefined) throw cmOutFail(rtTypeError, cmOutForwardExpects);
     cmOutPush(items, item);
   }
 }
 
 // One tool output (JSON object); false when nothing matched.
 function cmOutForwardObject(object, items, allowRemote) {
-  if (cmOutObjectHasOwn(object, "content")) {
+  if (rtObjectHasOwn(object, "content")) {
     const content = object.content;
-    if (!cmOutArrayIsArray(content)) {
-      throw cmOutFail(cmOutTypeError, "output expected `content` to be an array");
+    if (!rtArrayIsArray(content)) {
+      throw cmOutFail(rtTypeError, "output expected `content` to be an array");
     }
     cmOutForwardEntries(content, items, allowRemote);
     return true;
   }
   let hasItems = false;
   let contentItems;
-  if (cmOutObjectHasOwn(object, "content_items")) {
+  if (rtObjectHasOwn(object, "content_items")) {
     hasItems = true;
     contentItems = object.content_items;
-  } else if (cmOutObjectHasOwn(object, "contentItems")) {
+  } else if (rtObjectHasOwn(object, "contentItems")) {
     hasItems = true;
     contentItems = object.contentItems;
   }
   if (hasItems) {
-    if (!cmOutArrayIsArray(contentItems)) {
-      throw cmOutFail(cmOutTypeError, "output expected `content_items` to be an array");
+    if (!rtArrayIsArray(contentItems)) {
+      throw cmOutFail(rtTypeError, "output expected `content_items` to be an array");
     }
     cmOutForwardEntries(contentItems, items, allowRemote);
     return true;
@@ -400,9 +383,9 @@ function cmForwardOutputItems(args, allowRemote) {
       continue;
     }
     const json = cmOutToJson(value);
-    if (json === undefined) throw cmOutFail(cmOutError, cmOutSerializeNothing);
+    if (json === undefined) throw cmOutFail(rtError, cmOutSerializeNothing);
     if (!cmOutIsJsonObject(json) || !cmOutForwardObject(json, items, allowRemote)) {
-      throw cmOutFail(cmOutTypeError, cmOutForwardExpects);
+      throw cmOutFail(rtTypeError, cmOutForwardExpects);
     }
   }
   return items;
@@ -421,8 +404,8 @@ function cmConsoleText(args) {
 
 function cmNotifyText(value) {
   const text = cmOutputText(value);
-  if (cmOutReflectApply(cmOutStringTrim, text, []) === "") {
-    throw cmOutFail(cmOutError, "notify expects non-empty text");
+  if (rtReflectApply(rtStringTrim, text, []) === "") {
+    throw cmOutFail(rtError, "notify expects non-empty text");
   }
   return text;
 }
@@ -434,7 +417,7 @@ function cmErrorText(value) {
     if (typeof stack === "string") return cmOutWellFormed(stack);
   }
   try {
-    return cmOutWellFormed(cmOutString(value));
+    return cmOutWellFormed(rtString(value));
   } catch {
     return "";
   }

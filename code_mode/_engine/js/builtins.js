@@ -1,0 +1,130 @@
+// The in-isolate runtime: installs the globals a program sees and speaks the JSON
+// protocol with the host. This file comes first and introduces the others.
+//
+// One prelude, many files. _engine/_prelude.py pastes these files, in this order, into
+// one strict-mode function that runs before any user code, so they share one closure:
+//   builtins.js     every built-in the runtime uses, captured before any program runs
+//   output.js       how values become output items and error text (`cm*` helpers)
+//   channel.js      the outgoing channel: the queue of messages and the doorbells
+//   cell_state.js   the cell's state, its completion (rtFinish), the JSON data checks
+//   stack_trace.js  stack traces that show the program's own frames only
+//   globals.js      the functions a program calls (`text`, `store`, `setTimeout`, ...)
+//   tools.js        the `tools` object and its functions
+//   start.js        the start command: compiling and running the program
+//   commands.js     the host's commands, and rtRecv, their entry point
+//   install.js      what the prelude does once all that is defined
+//   buffers.js      ArrayBuffer accounting (its bulk, buffers_impl.js, compiled on use)
+// A file uses only what the files before it define, or defines itself above the use;
+// a function may name a later file's function if it is only called once the prelude
+// has run (from the host's calls).
+//
+// Captured built-ins: everything the runtime needs from the language is taken here,
+// once, into `rt*` constants, so a program that later replaces `JSON.stringify`,
+// `Array.prototype.push` or `Promise.prototype.then`, or adds setters to
+// `Object.prototype`, cannot break the runtime; it can only break itself. Methods are
+// called through `rtReflectApply`. (Well-known symbols such as `Symbol.iterator`, which
+// no program can change, are read where they are used.)
+//
+// Host -> isolate: the host calls `rtRecv` with the JSON text of a batch of commands as
+// its receiver (`this`), through a function handle it took from the prelude's result
+// (mini-racer's `mr_call_function`). The function is reachable from no global: a
+// program cannot see, call or replace the host's entry point.
+// Isolate -> host: `rtSend(message)` queues a JSON message; `rtFlush()` writes the
+// queued batch as UTF-16 into a private ArrayBuffer whose memory the host reads from
+// inside the native doorbell call (`rtBellMore` for a partial chunk, `rtBellEnd` for
+// the last one). The program never sees the buffer or the doorbells.
+//
+// Compiled ahead: V8 compiles a function on its first call (lazily), except a function
+// expression in parentheses, which it compiles with the script around it. The prelude
+// is evaluated in a warm isolate before a cell takes it, so the functions on every
+// cell's start path (from `rtRecv` through `rtStart`, the program's compilation, `text`
+// and `rtFinish` to the doorbell), and those the prelude itself calls, are written
+// `const f = (function f() {...});`: they are ready when the cell starts, while the
+// rest of the runtime (tool calls, timers, store, images, errors) is only pre-parsed
+// and costs a cell that never uses it nothing. A function declared that way exists
+// from its line on (no hoisting): it is only ever called once the prelude has run,
+// from the host's calls, or after its line. tests/test_prelude_compile.py checks that
+// the prelude and a short cell compile none of the runtime's functions lazily.
+
+const rtGlobal = globalThis;
+
+const rtJSONStringify = JSON.stringify;
+const rtJSONParse = JSON.parse;
+
+const rtReflectApply = Reflect.apply;
+const rtReflectConstruct = Reflect.construct;
+const rtReflectDefineProperty = Reflect.defineProperty;
+const rtReflectGet = Reflect.get;
+const rtReflectOwnKeys = Reflect.ownKeys;
+const rtProxy = Proxy;
+
+const rtObjectPrototype = Object.prototype;
+const rtObjectDefineProperty = Object.defineProperty;
+const rtObjectFreeze = Object.freeze;
+const rtObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+const rtObjectGetPrototypeOf = Object.getPrototypeOf;
+const rtObjectHasOwn = Object.hasOwn;
+const rtObjectKeys = Object.keys;
+const rtObjectSetPrototypeOf = Object.setPrototypeOf;
+
+const rtFunction = Function;
+const rtFunctionBind = Function.prototype.bind;
+const rtFunctionToString = Function.prototype.toString;
+const rtAsyncFunction = async function () {}.constructor;
+
+const rtError = Error;
+const rtErrorToString = Error.prototype.toString;
+const rtTypeError = TypeError;
+const rtRangeError = RangeError;
+const rtSyntaxError = SyntaxError;
+
+const rtString = String;
+const rtStringFromCharCode = String.fromCharCode;
+const rtStringCharCodeAt = String.prototype.charCodeAt;
+const rtStringSlice = String.prototype.slice;
+const rtStringStartsWith = String.prototype.startsWith;
+const rtStringToWellFormed = String.prototype.toWellFormed;
+const rtStringTrim = String.prototype.trim;
+const rtRegExpExec = RegExp.prototype.exec;
+
+const rtNumber = Number;
+const rtNumberIsFinite = Number.isFinite;
+const rtMathCeil = Math.ceil;
+const rtMathFloor = Math.floor;
+const rtMathMin = Math.min;
+const rtMathTrunc = Math.trunc;
+
+const rtArrayIsArray = Array.isArray;
+const rtArrayJoin = Array.prototype.join;
+const rtArrayPush = Array.prototype.push;
+const rtArrayValues = Array.prototype.values;
+
+const rtMap = Map;
+const rtMapDelete = Map.prototype.delete;
+const rtMapForEach = Map.prototype.forEach;
+const rtMapGet = Map.prototype.get;
+const rtMapHas = Map.prototype.has;
+const rtMapSet = Map.prototype.set;
+const rtMapSize = rtObjectGetOwnPropertyDescriptor(Map.prototype, "size").get;
+
+const rtPromise = Promise;
+const rtPromiseReject = Promise.reject;
+const rtPromiseThen = Promise.prototype.then;
+const rtPromiseWithResolvers = Promise.withResolvers;
+
+const rtWeakRef = WeakRef;
+const rtWeakRefDeref = WeakRef.prototype.deref;
+
+// The originals: buffers.js replaces these globals with counting wrappers.
+const rtArrayBuffer = ArrayBuffer;
+const rtInt32Array = Int32Array;
+const rtUint8Array = Uint8Array;
+const rtUint16Array = Uint16Array;
+
+// `charCodeAt` as a plain function of (string, index): one call per character, with no
+// argument array (rtJsonProblem scans whole stored values with it).
+const rtCharCodeAtOf = rtReflectApply(rtFunctionBind, Function.prototype.call, [
+  rtStringCharCodeAt,
+]);
+// What `then` on the program's promise uses as its species (see rtStart).
+const RT_SPECIES = rtObjectFreeze({ __proto__: null, [Symbol.species]: rtPromise });

@@ -1,0 +1,79 @@
+// Commands from the host: `start`, `result` (a tool call's outcome), `fire` (a timer),
+// `drain` (the last call on an interrupted isolate), in batches that rtRecv applies.
+
+function rtSettleTool(command) {
+  const pending = rtReflectApply(rtMapGet, rtPendingTools, [command.id]);
+  if (pending === undefined) return;
+  rtReflectApply(rtMapDelete, rtPendingTools, [command.id]);
+  if (rtFinished) return;
+  if (command.ok) pending.resolve(command.value);
+  else pending.reject(rtHelperError(rtString(command.message)));
+}
+
+function rtFire(id) {
+  const callback = rtReflectApply(rtMapGet, rtTimers, [id]);
+  if (callback === undefined) return;
+  rtReflectApply(rtMapDelete, rtTimers, [id]);
+  if (rtFinished) return;
+  try {
+    rtReflectApply(callback, undefined, []);
+  } catch (error) {
+    rtFinish(cmErrorText(error));
+  }
+}
+
+// The host's last call on an interrupted isolate (terminate, or a failure): it only
+// wants the output the program had queued (with `started`, which the host's checks
+// expect first). Nothing else can matter any more, and an empty drain costs nothing.
+function rtDrain() {
+  const kept = rtNewQueue();
+  let output = false;
+  for (let i = 0; i < rtQueue.length; i++) {
+    const json = rtQueue[i];
+    const head = rtReflectApply(rtStringSlice, json, [0, 12]);
+    if (head === '{"t":"text",' || head === '{"t":"image"') output = true;
+    else if (json !== RT_STARTED) continue;
+    rtReflectApply(rtArrayPush, kept, [json]);
+  }
+  rtQueueUrgent = false;
+  if (output) {
+    rtQueue = kept;
+    rtFlush();
+  } else {
+    rtQueue = rtNewQueue();
+    rtQueueChars = 0;
+    rtHeader[RT_QUEUED] = 0;
+  }
+}
+
+// `this` is the batch's JSON text (a primitive string: the prelude is strict code).
+const rtRecv = (function rtRecv() {
+  const json = this;
+  const commands = rtReflectApply(rtJSONParse, undefined, [json]);
+  for (let i = 0; i < commands.length; i++) {
+    const command = commands[i];
+    switch (command.t) {
+      case "start":
+        rtStart(command);
+        break;
+      case "result":
+        rtSettleTool(command);
+        break;
+      case "fire":
+        rtFire(command.id);
+        break;
+      case "drain":
+        rtDrain();
+        break;
+      default:
+        break;
+    }
+  }
+  // A batch of commands is always followed by a probe (`[]`), which the isolate runs
+  // after this evaluation's microtasks: it flushes what these commands and their
+  // microtasks queued, in one batch instead of two.
+  if (commands.length === 0) rtFlush();
+  if (rtSyntaxErrorSource !== null) rtThrowSyntaxError();
+  return undefined;
+});
+// `rtRecv` goes to the host on the prelude's result (see _prelude.py), to no global.
