@@ -1,6 +1,6 @@
 """The bridge protocol: messages from an isolate, validated as untrusted input.
 
-The JavaScript runtime sends batches of JSON messages (see ``js/runtime.js``). A program
+The JavaScript runtime sends batches of JSON messages (see ``js/channel.js``). A program
 can overwrite or call any global it sees, so nothing coming out of an isolate is
 trusted: :class:`MessageValidator` checks every field, that tool call ids are fresh and
 in order, that tools are enabled, that payloads respect the limits, and turns each

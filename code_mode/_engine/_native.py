@@ -56,7 +56,7 @@ FIRST_PROGRAM_TAG: Final = 1024
 #: An empty batch of commands: the idleness probe (see :meth:`NativeIsolate.post`).
 PROBE: Final = "[]"
 
-#: Layout of the runtime's outgoing buffer (``js/runtime.js``): int32 code units in
+#: Layout of the runtime's outgoing buffer (``js/channel.js``): int32 code units in
 #: this chunk, int32 chunk index, int32 *queued* flag, int32 *defer* flag (the batch
 #: holds only output), then the UTF-16 units.
 _QUEUED_OFFSET: Final = 8
@@ -80,7 +80,7 @@ TASK_TERMINATED: Final = "terminated"
 #: ``--single-threaded`` is mini-racer's default (no V8 worker threads).
 #: Functions are compiled lazily (V8's default), on first call, except those of the
 #: runtime's start path, which the prelude marks for compilation with it (see
-#: "Compiled ahead" in ``js/runtime.js``): the prelude is compiled ahead of time in the
+#: "Compiled ahead" in ``js/builtins.js``): the prelude is compiled ahead of time in the
 #: warm pool, so a cell does not pay for compiling its start path, and the rest of the
 #: runtime is only pre-parsed. (``--no-lazy`` did the former by compiling every
 #: function of the prelude: about 1 ms of CPU more per isolate.)

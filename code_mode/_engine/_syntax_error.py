@@ -5,7 +5,7 @@ leaves the host's call uncaught (mini-racer's error text: ``<file>:<line>: Synta
 <message>``, the source line, then spaces and carets under the error), not on the
 error object a program or the runtime can catch. So when a program does not parse, the
 runtime parses the same source once more outside any ``try`` (which runs none of it;
-see ``rtThrowSyntaxError`` in ``js/runtime.js``) and :func:`syntax_error_text` turns
+see ``rtThrowSyntaxError`` in ``js/start.js``) and :func:`syntax_error_text` turns
 that report into the cell's error, in the shape of a runtime error's first frame::
 
     SyntaxError: missing ) after argument list
@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-#: Mirrors runtime.js: the file name of the program in stack traces, the text put
+#: Mirrors js/stack_trace.js: the file name of the program in stack traces, the text put
 #: before the program's first line, and the lines V8's AsyncFunction wrapper adds
 #: before the body.
 RT_FILE: Final = "exec_main.mjs"

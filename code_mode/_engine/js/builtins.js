@@ -43,7 +43,7 @@
 // rest of the runtime (tool calls, timers, store, images, errors) is only pre-parsed
 // and costs a cell that never uses it nothing. A function declared that way exists
 // from its line on (no hoisting): it is only ever called once the prelude has run,
-// from the host's calls, or after its line. tests/test_prelude_compile.py checks that
+// from the host's calls, or after its line. tests/engine/test_prelude_compile.py checks that
 // the prelude and a short cell compile none of the runtime's functions lazily.
 
 const rtGlobal = globalThis;

@@ -7,7 +7,7 @@
 // `Array.isArray`, `Object.prototype.hasOwnProperty`, or adds setters/properties to
 // `Object.prototype` / `Array.prototype`, cannot change what these helpers do.
 // (JSON.stringify still honours `toJSON` and getters: that is part of the output-text
-// rule.) tests/test_js_output.py loads builtins.js and this file alone.
+// rule.) tests/js/test_output.py loads builtins.js and this file alone.
 //
 // Items: {type: "text", text} and {type: "image", image_url, detail}; `detail` is
 // always one of "auto", "low", "high", "original" (default "high").
@@ -128,7 +128,7 @@ function cmOutGet(object, key) {
   }
 }
 
-// JavaScript -> JSON data (reference 1.10): stringify then parse, giving fresh plain
+// JavaScript -> JSON data: stringify then parse, giving fresh plain
 // data. `undefined` when stringify produces nothing; stringify exceptions propagate.
 function cmOutToJson(value) {
   const json = rtReflectApply(rtJSONStringify, undefined, [value]);
@@ -192,7 +192,7 @@ function cmOutMcpMetaDetail(block) {
 // ---------------------------------------------------------------------------
 // Public helpers (what the rest of the runtime uses).
 
-// The output-text rule (reference 1.3).
+// The output-text rule.
 const cmOutputText = (function cmOutputText(value) {
   const kind = typeof value;
   if (
@@ -213,7 +213,7 @@ const cmTextItem = (function cmTextItem(value) {
   return cmOutText(cmOutputText(value));
 });
 
-// image(urlOrItem, detail?) with `args` the call's `arguments` (reference 1.4).
+// image(urlOrItem, detail?) with `args` the call's `arguments`.
 // `allowRemote === false` admits data: URLs only.
 function cmImageItem(args, allowRemote) {
   let override;
@@ -267,7 +267,7 @@ function cmImageItem(args, allowRemote) {
   return cmOutImage(url, detail === undefined ? "high" : cmOutParseDetail(detail));
 }
 
-// The image-url rule of forward_output (reference 1.5).
+// The image-url rule of forward_output.
 function cmOutForwardImageUrl(object, allowRemote) {
   let url;
   if (rtObjectHasOwn(object, "image_url")) url = object.image_url;
@@ -372,7 +372,7 @@ function cmOutForwardObject(object, items, allowRemote) {
   return false;
 }
 
-// forward_output(...outputs) with `args` the call's `arguments` (reference 1.5). Every
+// forward_output(...outputs) with `args` the call's `arguments`. Every
 // argument is validated before the items are returned.
 function cmForwardOutputItems(args, allowRemote) {
   const items = [];
@@ -410,7 +410,7 @@ function cmNotifyText(value) {
   return text;
 }
 
-// The error-text rule (reference 1.12).
+// The error-text rule.
 function cmErrorText(value) {
   if (cmOutIsObjectLike(value)) {
     const stack = cmOutGet(value, "stack");
