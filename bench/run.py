@@ -39,7 +39,8 @@ if __package__ in (None, ""):  # run as ``python bench/run.py``
 
 import attrs
 
-from bench import ours, scale
+from bench import b6_scale as scale
+from bench import ours
 from bench import side as side_process
 from bench.sessions import machine
 from bench.side import RAW

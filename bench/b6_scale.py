@@ -4,7 +4,7 @@ A child runs one (side, cell count) pair, so the thread and memory numbers of on
 measurement are not polluted by the allocator state of another, and a crash at a large
 count (say V8 refusing the 500th isolate) is reported instead of killing the runner::
 
-    python -m bench.scale --side ours --cells 100 --calls 20
+    python -m bench.b6_scale --side ours --cells 100 --calls 20
 
 prints one JSON object on its last line of standard output. Two phases:
 
@@ -278,7 +278,7 @@ def run_child(side: str, cells: int, calls: int, timeout: float) -> dict[str, An
     command = [
         sys.executable,
         "-m",
-        "bench.scale",
+        "bench.b6_scale",
         "--side",
         side,
         "--cells",
