@@ -121,21 +121,14 @@ async def _settle(runtime: Any) -> None:
 async def _ours(cells: int, calls: int, isolation: str) -> dict[str, Any]:
     from code_mode import Pending, PendingFrontier, SessionRuntime
 
-    from .ours import (
-        DONE,
-        UNTIL_DONE,
-        BenchDelegate,
-        _expect,
-        config,
-        request,
-        sequential_source,
-    )
+    from .measurement import expect
+    from .ours import DONE, UNTIL_DONE, BenchDelegate, config, request, sequential_source
 
     delegate = BenchDelegate()
     result: dict[str, Any] = {}
     async with SessionRuntime(delegate, config=config(isolation)) as runtime:
         warm = await runtime.execute(request('text("done");'), UNTIL_DONE)
-        _expect(await warm.initial_event(), DONE)
+        expect(await warm.initial_event(), DONE)
         await delegate.wait_closed(1)
 
         # Idle phase.
@@ -148,7 +141,7 @@ async def _ours(cells: int, calls: int, isolation: str) -> dict[str, Any]:
                 await runtime.execute(request("await new Promise(() => {});"), PendingFrontier())
             )
         for cell in started:
-            _expect(await cell.initial_event(), Pending([], []))
+            expect(await cell.initial_event(), Pending([], []))
         created = time.perf_counter() - start
         await _settle(runtime)
         threads1, rss1 = _state()
@@ -202,7 +195,7 @@ async def _ours(cells: int, calls: int, isolation: str) -> dict[str, Any]:
 async def _raw(cells: int, calls: int) -> dict[str, Any]:
     from py_mini_racer import MiniRacer
 
-    from .raw import _sequential, install_global
+    from .raw import install_global, sequential_source
 
     async def echo(value: Any) -> Any:
         return value
@@ -253,7 +246,7 @@ async def _raw(cells: int, calls: int) -> dict[str, Any]:
     start = time.perf_counter()
     async with contextlib.AsyncExitStack() as stack:
         waiters = []
-        code = _sequential(calls)
+        code = sequential_source(calls)
         for _ in range(cells):
             racer = MiniRacer()
             stack.callback(racer.close)

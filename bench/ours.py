@@ -34,6 +34,7 @@ from code_mode import (
     Yielded,
 )
 
+from .measurement import BenchError, CallRun, expect
 from .stats import tree_cpu_seconds, tree_thread_waits, waits_between
 
 ECHO = ToolDefinition(
@@ -127,15 +128,6 @@ def parallel_source(calls: int) -> str:
     )
 
 
-class BenchError(Exception):
-    """A benchmark saw an outcome other than the one it measures."""
-
-
-def _expect(event: object, expected: object) -> None:
-    if event != expected:
-        raise BenchError(f"expected {expected!r}, got {event!r}")
-
-
 # -- B1 --------------------------------------------------------------------------------
 
 
@@ -162,7 +154,7 @@ async def cell_latency(
             started = await runtime.execute(request('text("done");'), UNTIL_DONE)
             event = await started.initial_event()
             elapsed = time.perf_counter() - start
-            _expect(event, DONE)
+            expect(event, DONE)
             if index >= warmup:
                 samples.append(elapsed)
             if gap > 0:
@@ -173,23 +165,6 @@ async def cell_latency(
 
 
 # -- B2 / B3 ---------------------------------------------------------------------------
-
-
-@attrs.frozen
-class CallRun:
-    """Per-call costs of repeated tool-call loops.
-
-    ``per_call``: one sample per repetition, (end of the program - first call reaching
-    the host) / calls. ``gaps``: time between consecutive calls reaching the host, all
-    repetitions pooled (sequential loops only). ``cpu_per_call``: CPU time of the
-    whole process tree over the measured repetitions, per call (one value).
-    ``waits_per_call``: voluntary context switches of the process tree's threads per
-    call, one sample per repetition (how many thread wake-ups a call costs)."""
-
-    per_call: list[float]
-    gaps: list[float]
-    cpu_per_call: list[float] = attrs.Factory(list)
-    waits_per_call: list[float] = attrs.Factory(list)
 
 
 async def tool_calls(
@@ -214,7 +189,7 @@ async def tool_calls(
             event = await started.initial_event()
             end = time.perf_counter()
             delegate.record = False
-            _expect(event, DONE)
+            expect(event, DONE)
             times = delegate.call_times
             if len(times) != calls:
                 raise BenchError(f"expected {calls} tool calls, saw {len(times)}")
@@ -243,11 +218,11 @@ async def terminate_latency(
     async with SessionRuntime(delegate, config=config(isolation)) as runtime:
         for index in range(warmup + reps):
             started = await runtime.execute(request("while (true) {}"), YieldAfter(spin))
-            _expect(await started.initial_event(), Yielded(content_items=[]))
+            expect(await started.initial_event(), Yielded(content_items=[]))
             start = time.perf_counter()
             event = await runtime.terminate(started.cell_id)
             elapsed = time.perf_counter() - start
-            _expect(event, Terminated(content_items=[]))
+            expect(event, Terminated(content_items=[]))
             if index >= warmup:
                 samples.append(elapsed)
             await delegate.wait_closed(index + 1)
@@ -277,17 +252,17 @@ async def yield_punctuality(
         started = await runtime.execute(
             request('await tools.block({});\ntext("done");'), PendingFrontier()
         )
-        _expect(await started.initial_event(), Pending([], ["tool-1"]))
+        expect(await started.initial_event(), Pending([], ["tool-1"]))
         for index in range(warmup + reps):
             start = time.perf_counter()
             event = await runtime.observe(started.cell_id, YieldAfter(delay))
             elapsed = time.perf_counter() - start
-            _expect(event, Yielded(content_items=[]))
+            expect(event, Yielded(content_items=[]))
             start = time.perf_counter()
             await trio.sleep(delay)
             slept = time.perf_counter() - start
             if index >= warmup:
                 ours.append(elapsed - delay)
                 sleep.append(slept - delay)
-        _expect(await runtime.terminate(started.cell_id), Terminated(content_items=[]))
+        expect(await runtime.terminate(started.cell_id), Terminated(content_items=[]))
     return YieldRun(ours, sleep)

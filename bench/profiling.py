@@ -18,6 +18,7 @@ import trio
 from code_mode import SessionRuntime
 
 from . import ours
+from .measurement import expect
 
 
 async def _loop(workload: str, seconds: float, calls: int, isolation: str) -> int:
@@ -28,7 +29,7 @@ async def _loop(workload: str, seconds: float, calls: int, isolation: str) -> in
     async with SessionRuntime(delegate, config=ours.config(isolation)) as runtime:
         while time.perf_counter() < deadline:
             started = await runtime.execute(ours.request(source), ours.UNTIL_DONE)
-            ours._expect(await started.initial_event(), ours.DONE)
+            expect(await started.initial_event(), ours.DONE)
             cells += 1
     return cells
 

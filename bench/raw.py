@@ -16,15 +16,15 @@ from typing import Any
 import attrs
 from py_mini_racer import MiniRacer
 
-from .ours import BenchError
+from .measurement import BenchError, CallRun
 from .stats import tree_cpu_seconds, tree_thread_waits, waits_between
 
 
-def _sequential(calls: int) -> str:
+def sequential_source(calls: int) -> str:
     return f'(async () => {{ for (let i = 0; i < {calls}; i++) await echo(i); return "done"; }})()'
 
 
-def _parallel(calls: int) -> str:
+def parallel_source(calls: int) -> str:
     return (
         "(async () => { await Promise.all(Array.from({ length: "
         f'{calls} }}, (_, i) => echo(i))); return "done"; }})()'
@@ -69,14 +69,6 @@ def cell_latency(
 # -- B2 / B3 ---------------------------------------------------------------------------
 
 
-@attrs.frozen
-class CallRun:
-    per_call: list[float]
-    gaps: list[float]
-    cpu_per_call: list[float] = attrs.Factory(list)
-    waits_per_call: list[float] = attrs.Factory(list)
-
-
 async def _tool_calls(calls: int, reps: int, parallel: bool, warmup: int) -> CallRun:
     racer = MiniRacer()  # in a running loop: uses it (no thread of its own)
     times: list[float] = []
@@ -95,7 +87,7 @@ async def _tool_calls(calls: int, reps: int, parallel: bool, warmup: int) -> Cal
     try:
         async with racer.wrap_py_function(echo) as function:
             install_global(racer, "echo", function)
-            code = _parallel(calls) if parallel else _sequential(calls)
+            code = parallel_source(calls) if parallel else sequential_source(calls)
             cpu_start = 0.0
             for index in range(warmup + reps):
                 if index == warmup:
