@@ -30,21 +30,17 @@ import asyncio
 import contextlib
 import gc
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import trio
 
+from .child_process import ChildFailed, python_module, run_child
 from .stats import tree_rss_bytes, tree_threads
 
 MiB = 1024 * 1024
 SAMPLE_EVERY = 0.005
-ROOT = Path(__file__).resolve().parent.parent
 
 
 class _Peak:
@@ -266,37 +262,21 @@ async def _raw(cells: int, calls: int) -> dict[str, Any]:
 # -- parent side -----------------------------------------------------------------------
 
 
-def run_child(side: str, cells: int, calls: int, timeout: float) -> dict[str, Any]:
+def measure_point(side: str, cells: int, calls: int, timeout: float) -> dict[str, Any]:
     """Run one measurement in a child process; never raises for a failing child."""
-    command = [
-        sys.executable,
-        "-m",
-        "bench.b6_scale",
-        "--side",
-        side,
-        "--cells",
-        str(cells),
-        "--calls",
-        str(calls),
-    ]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    command = python_module(
+        "bench.b6_scale", "--side", side, "--cells", str(cells), "--calls", str(calls)
+    )
     start = time.perf_counter()
     outcome: dict[str, Any] = {"side": side, "cells": cells, "calls": calls}
     try:
-        process = subprocess.run(
-            command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
-        )
-    except subprocess.TimeoutExpired:
-        outcome.update(ok=False, error=f"timed out after {timeout:.0f} s")
+        data = run_child(command, timeout=timeout, what=f"B6 ({side}, {cells} cells) child")
+    except ChildFailed as failure:
+        if failure.returncode is not None:
+            outcome["child_s"] = time.perf_counter() - start
+        outcome.update(ok=False, error=failure.brief)
         return outcome
     outcome["child_s"] = time.perf_counter() - start
-    lines = process.stdout.strip().splitlines()
-    if process.returncode != 0 or not lines:
-        tail = process.stderr.strip().splitlines()[-5:]
-        outcome.update(ok=False, error=f"exit code {process.returncode}: " + " | ".join(tail))
-        return outcome
-    data = json.loads(lines[-1])
     busy = data["busy"]
     outcome.update(data)
     outcome["ok"] = busy["completed"] == cells

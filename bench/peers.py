@@ -39,10 +39,10 @@ if __package__ in (None, ""):  # run as ``python bench/peers.py``
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import side as side_process
+from bench.child_process import ROOT, python_module, run_child
 from bench.sessions import machine
 from bench.stats import percentile
 
-ROOT = Path(__file__).resolve().parent.parent
 FULL = {"cells": 40, "gap": 0.025, "burst_cells": 60, "calls": 2000, "reps": 3, "stop_reps": 40}
 QUICK = {"cells": 5, "gap": 0.025, "burst_cells": 5, "calls": 100, "reps": 1, "stop_reps": 3}
 
@@ -54,9 +54,11 @@ def _median(values: list[float]) -> float:
 def _ours_or_raw(side: str, sizes: dict[str, Any]) -> dict[str, Any]:
     """Our side (an isolation mode) or raw mini-racer, through ``bench.side``."""
     b1 = {"cells": sizes["cells"], "gap": sizes["gap"], "burst_cells": sizes["burst_cells"]}
-    first = side_process.run_child("B1", side, b1)
-    calls = side_process.run_child("B2", side, {"calls": sizes["calls"], "reps": sizes["reps"]})
-    stop = side_process.run_child("B4", side, {"reps": sizes["stop_reps"]})
+    first = side_process.measure_in_child("B1", side, b1)
+    calls = side_process.measure_in_child(
+        "B2", side, {"calls": sizes["calls"], "reps": sizes["reps"]}
+    )
+    stop = side_process.measure_in_child("B4", side, {"reps": sizes["stop_reps"]})
     raw = side == side_process.RAW
     return {
         "w1_paced": _median(first["paced"]),
@@ -69,22 +71,10 @@ def _ours_or_raw(side: str, sizes: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _child_json(command: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
-    completed = subprocess.run(
-        command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False, env=env
-    )
-    lines = completed.stdout.strip().splitlines()
-    if completed.returncode != 0 or not lines:
-        raise RuntimeError(
-            f"{command[0]} failed with exit code {completed.returncode}:\n"
-            + completed.stderr[-2000:]
-        )
-    result: dict[str, Any] = json.loads(lines[-1])
-    return result
-
-
 def _monty(python: str, sizes: dict[str, Any]) -> dict[str, Any]:
-    return _child_json([python, "-m", "bench.peer_monty", json.dumps(sizes)])
+    return run_child(
+        python_module("bench.peer_monty", json.dumps(sizes), python=python), timeout=600
+    )
 
 
 def _isolated_vm(folder: str, sizes: dict[str, Any]) -> dict[str, Any]:
@@ -93,7 +83,7 @@ def _isolated_vm(folder: str, sizes: dict[str, Any]) -> dict[str, Any]:
         raise RuntimeError("no node on PATH")
     env = dict(os.environ, NODE_PATH=str(Path(folder) / "node_modules"))
     script = str(ROOT / "bench" / "peer_isolated_vm.js")
-    return _child_json([node, script, json.dumps(sizes)], env=env)
+    return run_child([node, script, json.dumps(sizes)], timeout=600, env=env)
 
 
 def _has_monty(python: str) -> bool:

@@ -160,7 +160,7 @@ def _in_children(
     pooled = {side: {key: [] for key in keys} for side in sides}
     for index in range(rounds):
         for side in sides if index % 2 == 0 else reversed(sides):
-            measured = side_process.run_child(bench_id, side, params)
+            measured = side_process.measure_in_child(bench_id, side, params)
             for key in keys:
                 pooled[side][key] += measured.get(key, [])
     return pooled
@@ -356,7 +356,7 @@ def bench_b6(
     points: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
     for cells in sizes.b6_counts:
         for side in sides:
-            point = scale.run_child(side, cells, sizes.b6_calls, sizes.b6_timeout)
+            point = scale.measure_point(side, cells, sizes.b6_calls, sizes.b6_timeout)
             points[side].append(point)
             if progress is not None:
                 status = "ok" if point["ok"] else f"FAILED ({point.get('error')})"

@@ -30,13 +30,13 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.child_process import ChildFailed, python_module, run_child
 from bench.stats import process_tree
 
 MiB = 1024 * 1024
@@ -198,18 +198,17 @@ async def s2_child(mode: str, sessions: int, cells_each: int) -> dict[str, Any]:
 # -- the parent side ----------------------------------------------------------------------
 
 
-def run_child(*args: str, timeout: float = 600) -> dict[str, Any]:
-    completed = subprocess.run(
-        [sys.executable, "-m", "bench.sessions", "--child", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=Path(__file__).resolve().parent.parent,
-        check=False,
-    )
-    if completed.returncode != 0:
-        return {"ok": False, "error": completed.stderr[-2000:]}
-    result: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
+def measure_point(*args: str, timeout: float = 600) -> dict[str, Any]:
+    """Run one S1 or S2 point in a child process; a failing child is a point with
+    ``ok`` false and the error."""
+    try:
+        result = run_child(
+            python_module("bench.sessions", "--child", *args),
+            timeout=timeout,
+            what=f"sessions point {' '.join(args)}",
+        )
+    except ChildFailed as failure:
+        return {"ok": False, "error": str(failure)}
     result["ok"] = True
     return result
 
@@ -236,10 +235,10 @@ def run(counts: Sequence[int], s2_sessions: int, s2_cells: int, latency_cells: i
     results: dict[str, Any] = {"machine": machine(), "S1": [], "S2": []}
     for mode in ("process", "thread"):
         for count in counts:
-            point = run_child("s1", mode, str(count), str(latency_cells))
+            point = measure_point("s1", mode, str(count), str(latency_cells))
             results["S1"].append(point)
             print(_describe_s1(mode, count, point), flush=True)
-        point = run_child("s2", mode, str(s2_sessions), str(s2_cells))
+        point = measure_point("s2", mode, str(s2_sessions), str(s2_cells))
         results["S2"].append(point)
         print(_describe_s2(mode, point), flush=True)
     results["machine"]["load_after"] = os.getloadavg()

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import functools
 import json
-import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from .child_process import python_module, run_child
+
 RAW = "raw"
 
 
@@ -96,24 +95,15 @@ def measure(bench: str, side: str, params: dict[str, Any]) -> dict[str, Any]:
     return _raw(bench, params) if side == RAW else _ours(bench, side, params)
 
 
-def run_child(bench: str, side: str, params: dict[str, Any], timeout: float = 300.0) -> Any:
-    """Run :func:`measure` in a fresh Python process and return its result."""
+def measure_in_child(
+    bench: str, side: str, params: dict[str, Any], timeout: float = 300.0
+) -> dict[str, Any]:
+    """Run :func:`measure` in a fresh Python process and return its result; raises
+    :class:`~bench.child_process.ChildFailed` when the child fails."""
     spec = json.dumps({"bench": bench, "side": side, "params": params})
-    completed = subprocess.run(
-        [sys.executable, "-m", "bench.side", spec],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
+    return run_child(
+        python_module("bench.side", spec), timeout=timeout, what=f"{bench} ({side}) child"
     )
-    lines = completed.stdout.strip().splitlines()
-    if completed.returncode != 0 or not lines:
-        raise RuntimeError(
-            f"{bench} ({side}) child failed with exit code {completed.returncode}:\n"
-            + completed.stderr[-3000:]
-        )
-    return json.loads(lines[-1])
 
 
 def v8_flags(side: str) -> list[str]:
