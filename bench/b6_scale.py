@@ -37,6 +37,7 @@ from typing import Any
 import trio
 
 from .child_process import ChildFailed, python_module, run_child
+from .engine_probe import wait_warm_pool_filled
 from .stats import tree_rss_bytes, tree_threads
 
 MiB = 1024 * 1024
@@ -105,13 +106,8 @@ def _busy(
 async def _settle(runtime: Any) -> None:
     """Wait until the engine's warm pool is full again: it refills after a cell got
     through its start, so without this "before" and "after" could hold different numbers
-    of warm isolates. (Reads the pool's internals: a benchmark, not an API.)"""
-    warm = runtime.engine._warm
-    if warm is None:
-        return
-    with trio.fail_after(10):
-        while warm._filling:
-            await warm._fill_done.wait()
+    of warm isolates."""
+    await wait_warm_pool_filled(runtime.engine, timeout=10)
 
 
 async def _ours(cells: int, calls: int, isolation: str) -> dict[str, Any]:

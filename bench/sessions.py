@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.child_process import ChildFailed, python_module, run_child
+from bench.engine_probe import default_engines, wait_warm_pool_filled
 from bench.stats import process_tree
 
 MiB = 1024 * 1024
@@ -97,18 +98,8 @@ async def _settle() -> None:
 
     import trio
 
-    try:
-        from code_mode._engine import _default
-    except ImportError:  # a code_mode from before engines (for before/after runs)
-        engines = []
-    else:
-        engines = _default.default_engines()
-    for engine in engines:
-        warm = engine._warm
-        if warm is not None:
-            with trio.fail_after(30):
-                while warm._filling:
-                    await warm._fill_done.wait()
+    for engine in default_engines():
+        await wait_warm_pool_filled(engine, timeout=30)
     await trio.sleep(0.5)
     gc.collect()
 

@@ -115,9 +115,9 @@ def v8_flags(side: str) -> list[str]:
 
         default = inspect.signature(_dll.init_mini_racer).parameters["flags"].default
         return list(default)
-    from code_mode._engine._native import V8_FLAGS
+    from .engine_probe import code_mode_v8_flags
 
-    return list(V8_FLAGS)
+    return code_mode_v8_flags()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,44 @@
+"""The benchmarks' only reads of code_mode's engine internals, in one place.
+
+A measurement of threads or memory is only fair when the engine is at rest: the
+engine keeps a few isolates warm and refills that pool in the background after a cell
+took one, so two readings taken while a refill runs would count different numbers of
+isolates. code_mode has no public call for "wait until the pool is full" (nor for the
+engines a trio run opened by default, nor for the V8 flags it starts V8 with), so the
+functions here read private attributes. When the engine grows public methods for
+these, only this file changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+
+async def wait_warm_pool_filled(engine: Any, timeout: float) -> None:
+    """Return once ``engine`` builds no warm isolate any more (at once when it keeps
+    no warm pool); ``trio.TooSlowError`` after ``timeout`` seconds."""
+    warm = engine._warm
+    if warm is None:
+        return
+    with trio.fail_after(timeout):
+        while warm._filling:
+            await warm._fill_done.wait()
+
+
+def default_engines() -> list[Any]:
+    """The engines opened for sessions that were given no ``engine=`` in this trio run
+    (none with a code_mode from before engines, so before/after runs still work)."""
+    try:
+        from code_mode._engine import _default
+    except ImportError:
+        return []
+    return list(_default.default_engines())
+
+
+def code_mode_v8_flags() -> list[str]:
+    """The V8 flags code_mode initialises V8 with (read without initialising it)."""
+    from code_mode._engine._native import V8_FLAGS
+
+    return list(V8_FLAGS)
