@@ -4,7 +4,7 @@ A child runs one (side, cell count) pair, so the thread and memory numbers of on
 measurement are not polluted by the allocator state of another, and a crash at a large
 count (say V8 refusing the 500th isolate) is reported instead of killing the runner::
 
-    python -m bench.b6_scale --side ours --cells 100 --calls 20
+    python -m bench.b6_scale --side thread --cells 100 --calls 20
 
 prints one JSON object on its last line of standard output. Two phases:
 
@@ -20,7 +20,8 @@ prints one JSON object on its last line of standard output. Two phases:
 ``RuntimeConfig.isolation``) or ``raw``: the same with mini-racer directly
 (``MiniRacer()`` contexts in one asyncio loop, a ``wrap_py_function`` echo in each).
 Threads and RSS are counted over this process and its descendants, so isolates living
-in a worker process are included.
+in a worker process are included. :func:`bench_b6` is the runner's side: one child per
+(cell count, side), and the summary the targets judge.
 """
 
 from __future__ import annotations
@@ -30,17 +31,19 @@ import asyncio
 import contextlib
 import gc
 import json
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import trio
 
 from .child_process import ChildFailed, python_module, run_child
 from .engine_probe import wait_warm_pool_filled
-from .stats import tree_rss_bytes, tree_threads
+from .rounds import with_baseline
+from .sizes import Sizes
+from .stats import MiB, tree_rss_bytes, tree_threads
 
-MiB = 1024 * 1024
 SAMPLE_EVERY = 0.005
 
 
@@ -279,6 +282,45 @@ def measure_point(side: str, cells: int, calls: int, timeout: float) -> dict[str
     if not outcome["ok"]:
         outcome["error"] = f"{busy['completed']}/{cells} completed: {busy['failures']}"
     return outcome
+
+
+def bench_b6(
+    sizes: Sizes, modes: Sequence[str], progress: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    """B6: 1..500 concurrent cells; wall time, threads and RSS per live cell."""
+    sides = with_baseline(modes)
+    points: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
+    for cells in sizes.b6_counts:
+        for side in sides:
+            point = measure_point(side, cells, sizes.b6_calls, sizes.b6_timeout)
+            points[side].append(point)
+            if progress is not None:
+                status = "ok" if point["ok"] else f"FAILED ({point.get('error')})"
+                progress(f"  B6 {side:8} {cells:4} cells: {status}")
+    summary: dict[str, dict[str, Any]] = {}
+    for side in sides:
+        ok = [point for point in points[side] if point["ok"]]
+        largest = max((point["cells"] for point in ok), default=0)
+        at_largest = next((point for point in ok if point["cells"] == largest), None)
+        summary[side] = {
+            "largest_ok": largest,
+            "rss_per_idle_cell_mib": (
+                at_largest["idle"]["rss_per_cell_mib"] if at_largest is not None else math.nan
+            ),
+            "threads_per_live_cell": max(
+                (point["idle"]["threads_per_cell"] for point in ok), default=math.nan
+            ),
+        }
+    return {
+        "id": "B6",
+        "title": f"scale: concurrent cells, {sizes.b6_calls} tool calls each",
+        "modes": list(modes),
+        "sides": sides,
+        "counts": list(sizes.b6_counts),
+        "calls": sizes.b6_calls,
+        "points": points,
+        "summary": summary,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -40,7 +40,7 @@ if __package__ in (None, ""):  # run as ``python bench/peers.py``
 
 from bench import side as side_process
 from bench.child_process import ROOT, python_module, run_child
-from bench.sessions import machine
+from bench.provenance import machine
 from bench.stats import percentile
 
 FULL = {"cells": 40, "gap": 0.025, "burst_cells": 60, "calls": 2000, "reps": 3, "stop_reps": 40}

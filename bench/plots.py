@@ -1,4 +1,5 @@
-"""PNG plots of a results dictionary (needs matplotlib; imported only from here)."""
+"""PNG plots of the results of ``bench.run`` and ``bench.sessions`` (needs matplotlib,
+which is imported only from here)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
+
+from .stats import MiB
 
 #: Colours per series: isolation modes, the mini-racer baseline, a second baseline.
 COLORS = {
@@ -172,3 +175,36 @@ def write_plots(results: dict[str, Any], out: Path) -> list[Path]:
     if results["targets"]:
         written.append(_targets_plot(results, out / "targets.png"))
     return written
+
+
+def sessions_plot(results: dict[str, Any], path: Path) -> Path:
+    """``bench.sessions``' S1: the tree's memory and a cell's latency against the
+    number of idle sessions open, per isolation mode."""
+    fig, (memory, latency) = plt.subplots(1, 2, figsize=(10, 4))
+    for mode, colour in (("process", "tab:blue"), ("thread", "tab:orange")):
+        points = [p for p in results["S1"] if p.get("ok") and p["mode"] == mode]
+        counts = [p["sessions"] for p in points]
+        memory.plot(
+            counts,
+            [p["after"]["pss"] / MiB for p in points],
+            "o-",
+            color=colour,
+            label=f"{mode}: tree PSS",
+        )
+        for key, style, label in (
+            ("latency_crowded_ms", "o-", "N sessions open"),
+            ("latency_alone_ms", "x--", "one session"),
+        ):
+            latency.plot(
+                counts, [p[key] for p in points], style, color=colour, label=f"{mode}: {label}"
+            )
+    for axes in (memory, latency):
+        axes.set_xscale("log")
+        axes.set_xlabel("idle sessions open (each ran one cell)")
+        axes.legend(fontsize=8)
+        axes.grid(alpha=0.3)
+    memory.set_ylabel("whole process tree, MiB (PSS)")
+    memory.set_title("S1: memory of idle sessions")
+    latency.set_ylabel("median cell latency, ms")
+    latency.set_title("S1: latency with sessions open")
+    return _save(fig, path)

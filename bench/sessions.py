@@ -38,11 +38,9 @@ from typing import Any
 
 from bench.child_process import ChildFailed, python_module, run_child
 from bench.engine_probe import default_engines, wait_warm_pool_filled
-from bench.stats import process_tree
-
-MiB = 1024 * 1024
-DEFAULT_OUT = Path(__file__).resolve().parent / "results"
-
+from bench.provenance import machine
+from bench.results import DEFAULT_OUT
+from bench.stats import MiB, process_tree
 
 # -- measuring a process tree ------------------------------------------------------------
 
@@ -204,25 +202,9 @@ def measure_point(*args: str, timeout: float = 600) -> dict[str, Any]:
     return result
 
 
-def machine() -> dict[str, Any]:
-    flags = ""
-    model = "unknown"
-    with contextlib.suppress(OSError), open("/proc/cpuinfo") as cpuinfo:
-        for line in cpuinfo:
-            if line.startswith("model name") and model == "unknown":
-                model = line.split(":", 1)[1].strip()
-            if line.startswith("flags") and not flags:
-                flags = line.split(":", 1)[1]
-    return {
-        "cpu": model,
-        "pku": " pku " in f" {flags} ",
-        "cores": os.cpu_count(),
-        "kernel": os.uname().release,
-        "load": os.getloadavg(),
-    }
-
-
-def run(counts: Sequence[int], s2_sessions: int, s2_cells: int, latency_cells: int) -> dict:
+def run(
+    counts: Sequence[int], s2_sessions: int, s2_cells: int, latency_cells: int
+) -> dict[str, Any]:
     results: dict[str, Any] = {"machine": machine(), "S1": [], "S2": []}
     for mode in ("process", "thread"):
         for count in counts:
@@ -258,50 +240,6 @@ def _describe_s2(mode: str, point: dict[str, Any]) -> str:
     )
 
 
-def plot(results: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, (memory, latency) = plt.subplots(1, 2, figsize=(10, 4))
-    for mode, colour in (("process", "tab:blue"), ("thread", "tab:orange")):
-        points = [p for p in results["S1"] if p.get("ok") and p["mode"] == mode]
-        counts = [p["sessions"] for p in points]
-        memory.plot(
-            counts,
-            [p["after"]["pss"] / MiB for p in points],
-            "o-",
-            color=colour,
-            label=f"{mode}: tree PSS",
-        )
-        latency.plot(
-            counts,
-            [p["latency_crowded_ms"] for p in points],
-            "o-",
-            color=colour,
-            label=f"{mode}: N sessions open",
-        )
-        latency.plot(
-            counts,
-            [p["latency_alone_ms"] for p in points],
-            "x--",
-            color=colour,
-            label=f"{mode}: one session",
-        )
-    for axes in (memory, latency):
-        axes.set_xscale("log")
-        axes.set_xlabel("idle sessions open (each ran one cell)")
-        axes.legend(fontsize=8)
-        axes.grid(alpha=0.3)
-    memory.set_ylabel("whole process tree, MiB (PSS)")
-    memory.set_title("S1: memory of idle sessions")
-    latency.set_ylabel("median cell latency, ms")
-    latency.set_title("S1: latency with sessions open")
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
@@ -312,9 +250,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.child:
         import trio
 
-        kind, mode, *numbers = args.child
+        kind, mode, count, size = args.child
         child = s1_child if kind == "s1" else s2_child
-        result = trio.run(child, mode, *(int(n) for n in numbers))
+        result = trio.run(child, mode, int(count), int(size))
         print(json.dumps(result))
         return 0
     if args.quick:
@@ -324,8 +262,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "sessions.json").write_text(json.dumps(results, indent=2))
     if not args.no_plots:
-        with contextlib.suppress(ImportError):
-            plot(results, args.out / "sessions.png")
+        with contextlib.suppress(ImportError):  # matplotlib is only needed here
+            from bench.plots import sessions_plot
+
+            sessions_plot(results, args.out / "sessions.png")
     failed = [p for p in results["S1"] + results["S2"] if not p["ok"]]
     return 1 if failed else 0
 

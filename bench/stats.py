@@ -10,6 +10,8 @@ from typing import Any
 
 import attrs
 
+MiB = 1024 * 1024
+
 
 def percentile(samples: Sequence[float], fraction: float) -> float:
     """The ``fraction`` quantile (0..1) by linear interpolation between order statistics."""
@@ -23,6 +25,15 @@ def percentile(samples: Sequence[float], fraction: float) -> float:
         return ordered[low]
     weight = position - low
     return ordered[low] * (1 - weight) + ordered[high] * weight
+
+
+def cdf(samples: Sequence[float], scale: float, points: int = 101) -> list[float]:
+    """The distribution of ``samples`` multiplied by ``scale``, as ``points`` evenly
+    spaced quantiles (for plots, compact)."""
+    if not samples:
+        return []
+    values = [sample * scale for sample in samples]
+    return [percentile(values, index / (points - 1)) for index in range(points)]
 
 
 @attrs.frozen
