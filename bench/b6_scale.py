@@ -190,7 +190,7 @@ async def _ours(cells: int, calls: int, isolation: str) -> dict[str, Any]:
 async def _raw(cells: int, calls: int) -> dict[str, Any]:
     from py_mini_racer import MiniRacer
 
-    from .raw import install_global, sequential_source
+    from .raw import open_racer, sequential_source
 
     async def echo(value: Any) -> Any:
         return value
@@ -203,10 +203,7 @@ async def _raw(cells: int, calls: int) -> dict[str, Any]:
     start = time.perf_counter()
     async with contextlib.AsyncExitStack() as stack:
         for _ in range(cells):
-            racer = MiniRacer()
-            stack.callback(racer.close)
-            function = await stack.enter_async_context(racer.wrap_py_function(echo))
-            install_global(racer, "echo", function)
+            racer = await open_racer(stack, "echo", echo)
             racer.eval("new Promise(() => {})")
         created = time.perf_counter() - start
         threads1, rss1 = _state()
@@ -243,10 +240,7 @@ async def _raw(cells: int, calls: int) -> dict[str, Any]:
         waiters = []
         code = sequential_source(calls)
         for _ in range(cells):
-            racer = MiniRacer()
-            stack.callback(racer.close)
-            function = await stack.enter_async_context(racer.wrap_py_function(echo))
-            install_global(racer, "echo", function)
+            racer = await open_racer(stack, "echo", echo)
             live += 1
             waiters.append(asyncio.ensure_future(finish(racer.eval(code))))
             await asyncio.sleep(0)

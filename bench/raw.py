@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import itertools
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
@@ -35,6 +36,18 @@ def install_global(racer: MiniRacer, name: str, value: Any) -> None:
     """``globalThis[name] = value`` through mini-racer's object API."""
     global_object: Any = racer.eval("this")
     global_object[name] = value
+
+
+async def open_racer(
+    stack: contextlib.AsyncExitStack, name: str, function: Callable[..., Awaitable[Any]]
+) -> MiniRacer:
+    """A new ``MiniRacer`` whose global ``name`` calls the async Python ``function``
+    (``wrap_py_function``); both are closed when ``stack`` closes."""
+    racer = MiniRacer()  # in a running loop: uses it (no thread of its own)
+    stack.callback(racer.close)
+    wrapped = await stack.enter_async_context(racer.wrap_py_function(function))
+    install_global(racer, name, wrapped)
+    return racer
 
 
 # -- B1 --------------------------------------------------------------------------------
@@ -70,7 +83,6 @@ def cell_latency(
 
 
 async def _tool_calls(calls: int, reps: int, parallel: bool, warmup: int) -> CallRun:
-    racer = MiniRacer()  # in a running loop: uses it (no thread of its own)
     times: list[float] = []
     per_call: list[float] = []
     gaps: list[float] = []
@@ -84,32 +96,29 @@ async def _tool_calls(calls: int, reps: int, parallel: bool, warmup: int) -> Cal
         times.append(time.perf_counter())
         return value
 
-    try:
-        async with racer.wrap_py_function(echo) as function:
-            install_global(racer, "echo", function)
-            code = parallel_source(calls) if parallel else sequential_source(calls)
-            cpu_start = 0.0
-            for index in range(warmup + reps):
-                if index == warmup:
-                    cpu_start = tree_cpu_seconds()
-                times.clear()
-                waits_at.clear()
-                promise: Any = racer.eval(code)
-                result = await promise
-                end = time.perf_counter()
-                if result != "done" or len(times) != calls:
-                    raise BenchError(f"mini-racer loop returned {result!r} after {len(times)}")
-                if index < warmup:
-                    continue
-                per_call.append((end - times[0]) / calls)
-                if calls > 1:
-                    waits = waits_between(waits_at[0], waits_at[calls - 1])
-                    waits_per_call.append(waits / (calls - 1))
-                if not parallel:
-                    gaps.extend(later - earlier for earlier, later in itertools.pairwise(times))
-            cpu = [(tree_cpu_seconds() - cpu_start) / (calls * reps)] if reps else []
-    finally:
-        racer.close()
+    async with contextlib.AsyncExitStack() as stack:
+        racer = await open_racer(stack, "echo", echo)
+        code = parallel_source(calls) if parallel else sequential_source(calls)
+        cpu_start = 0.0
+        for index in range(warmup + reps):
+            if index == warmup:
+                cpu_start = tree_cpu_seconds()
+            times.clear()
+            waits_at.clear()
+            promise: Any = racer.eval(code)
+            result = await promise
+            end = time.perf_counter()
+            if result != "done" or len(times) != calls:
+                raise BenchError(f"mini-racer loop returned {result!r} after {len(times)}")
+            if index < warmup:
+                continue
+            per_call.append((end - times[0]) / calls)
+            if calls > 1:
+                waits = waits_between(waits_at[0], waits_at[calls - 1])
+                waits_per_call.append(waits / (calls - 1))
+            if not parallel:
+                gaps.extend(later - earlier for earlier, later in itertools.pairwise(times))
+        cpu = [(tree_cpu_seconds() - cpu_start) / (calls * reps)] if reps else []
     return CallRun(per_call, gaps, cpu, waits_per_call)
 
 
