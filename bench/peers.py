@@ -21,7 +21,7 @@ Each side runs in a fresh process of its own, one after the other, in ``--rounds
 rounds; the table shows each side's best round (medians within a round). The peers are
 not dependencies of code_mode: a peer that is not installed is reported as skipped,
 with what to install. These are the figures to catch, not targets: the targets are in
-``bench.run``.
+``bench.run`` (``bench/targets.py``).
 """
 
 from __future__ import annotations

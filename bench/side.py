@@ -3,8 +3,8 @@
 V8 reads its flags once per process, from whoever initialises it first: measuring our
 side and the baseline in one process would run one of them with the other's flags
 (code_mode's ``--expose-gc-as``, or mini-racer's defaults), and the allocator state one
-side leaves behind would be the other's starting point. So the runner
-(``bench/run.py``) starts a fresh child for every (benchmark, side, round)::
+side leaves behind would be the other's starting point. So the runner starts a fresh
+child for every (benchmark, side, round) (``bench/rounds.py``)::
 
     python -m bench.side '{"bench": "B1", "side": "thread", "params": {...}}'
 
