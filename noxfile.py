@@ -12,10 +12,36 @@ nox.options.sessions = ["tests", "lint", "typecheck"]
 nox.options.reuse_existing_virtualenvs = True
 
 
+#: The MCP project's Node servers and Inspector the MCP tests run against, pinned here.
+NODE_TOOLS = Path(__file__).parent / ".ci" / "node"
+
+
+def install_node_tools(session: nox.Session) -> None:
+    """``npm ci`` the pinned Node MCP servers, so that a newcomer's run of the test
+    command is CI's; without ``npm`` the MCP tests against them are skipped, and this
+    says so up front."""
+    if shutil.which("npm") is None:
+        session.warn(
+            "npm not found: the MCP tests against the Node servers will be skipped "
+            "(install Node.js and npm to run them)"
+        )
+        return
+    if (NODE_TOOLS / "node_modules" / ".package-lock.json").is_file():
+        lock = (NODE_TOOLS / "package-lock.json").stat().st_mtime
+        installed = (NODE_TOOLS / "node_modules" / ".package-lock.json").stat().st_mtime
+        if installed >= lock:
+            return  # already installed from this lock file
+    session.run(
+        "npm", "ci", "--prefix", str(NODE_TOOLS), "--no-audit", "--no-fund", "--loglevel=error",
+        external=True,
+    )  # fmt: skip
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite (what CI runs)."""
+    """The test suite (what CI runs), with the Node MCP servers it tests against."""
     session.install("-e", ".[test]")
+    install_node_tools(session)
     session.run("pytest", "-q", *session.posargs)
 
 

@@ -3,10 +3,10 @@
 A measurement of threads or memory is only fair when the engine is at rest: the
 engine keeps a few isolates warm and refills that pool in the background after a cell
 took one, so two readings taken while a refill runs would count different numbers of
-isolates. code_mode has no public call for "wait until the pool is full" (nor for the
-engines a trio run opened by default, nor for the V8 flags it starts V8 with), so the
-functions here read private attributes. When the engine grows public methods for
-these, only this file changes.
+isolates: ``Engine.wait_until_settled`` says when it is. code_mode has no public call
+for the engines a trio run opened by default, nor for the V8 flags it starts V8 with,
+so the functions here read those private names; when the engine grows public methods
+for them, only this file changes.
 """
 
 from __future__ import annotations
@@ -18,12 +18,14 @@ import trio
 
 async def wait_warm_pool_filled(engine: Any, timeout: float) -> None:
     """Return once ``engine`` builds no warm isolate any more (at once when it keeps
-    no warm pool); ``trio.TooSlowError`` after ``timeout`` seconds."""
-    warm = engine._warm
-    if warm is None:
-        return
+    no warm pool); ``trio.TooSlowError`` after ``timeout`` seconds. A code_mode from
+    before ``Engine.wait_until_settled`` is read directly, so before/after runs work."""
     with trio.fail_after(timeout):
-        while warm._filling:
+        if hasattr(engine, "wait_until_settled"):
+            await engine.wait_until_settled()
+            return
+        warm = engine._warm
+        while warm is not None and warm._filling:
             await warm._fill_done.wait()
 
 

@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import attrs
 
+from ._validators import non_negative, positive
+
 MiB = 1024 * 1024
-
-
-def _positive(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ValueError(f"RuntimeConfig.{attribute.name} must be a positive number, got {value!r}")
-
-
-def _non_negative(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise ValueError(
-            f"RuntimeConfig.{attribute.name} must be a non-negative number, got {value!r}"
-        )
 
 
 @attrs.frozen(kw_only=True)
@@ -30,7 +20,7 @@ class RuntimeConfig:
     and its value; the session and the process carry on.
     """
 
-    memory_limit_bytes: int = attrs.field(default=256 * MiB, validator=_positive)
+    memory_limit_bytes: int = attrs.field(default=256 * MiB, validator=positive)
     """Memory limit per cell (default 256 MiB), applied twice: to the V8 heap, and
     separately to ArrayBuffer memory (the backing stores of typed arrays, which live
     outside the heap). When a garbage collection finds the heap above it, the program is
@@ -44,39 +34,39 @@ class RuntimeConfig:
     since it dropped it: a program that churns through more than the limit without ever
     waiting fails. See ``docs/security.md``."""
 
-    callback_grace: float = attrs.field(default=0.1, validator=_non_negative)
+    callback_grace: float = attrs.field(default=0.1, validator=non_negative)
     """Seconds an in-flight tool call or notification gets to honour cancellation when
     its cell ends before the runtime stops waiting for it (default 0.1 s, as the
     reference)."""
 
-    max_output_bytes: int = attrs.field(default=64 * MiB, validator=_positive)
+    max_output_bytes: int = attrs.field(default=64 * MiB, validator=positive)
     """Output a cell may buffer (UTF-8 bytes of text plus image URLs) between two
     delivered events (default 64 MiB)."""
 
-    max_error_text_bytes: int = attrs.field(default=16 * 1024, validator=_positive)
+    max_error_text_bytes: int = attrs.field(default=16 * 1024, validator=positive)
     """Longest ``error_text`` kept (default 16 KiB); longer ones are cut and end with
     ``\\n[code mode error truncated]``."""
 
-    max_stored_entries: int = attrs.field(default=256, validator=_positive)
+    max_stored_entries: int = attrs.field(default=256, validator=positive)
     """Keys a session's stored values may hold (default 256)."""
 
-    max_stored_bytes: int = attrs.field(default=8 * MiB, validator=_positive)
+    max_stored_bytes: int = attrs.field(default=8 * MiB, validator=positive)
     """Total serialized size of a session's stored values (default 8 MiB)."""
 
-    max_outstanding_tool_calls: int = attrs.field(default=128, validator=_positive)
+    max_outstanding_tool_calls: int = attrs.field(default=128, validator=positive)
     """Nested tool calls one cell may have in flight at once (default 128)."""
 
-    max_pending_timers: int = attrs.field(default=1024, validator=_positive)
+    max_pending_timers: int = attrs.field(default=1024, validator=positive)
     """Timers one cell may have pending at once (default 1024)."""
 
-    max_source_bytes: int = attrs.field(default=1 * MiB, validator=_positive)
+    max_source_bytes: int = attrs.field(default=1 * MiB, validator=positive)
     """Largest program source accepted, in UTF-8 bytes (default 1 MiB)."""
 
-    max_json_depth: int = attrs.field(default=128, validator=_positive)
+    max_json_depth: int = attrs.field(default=128, validator=positive)
     """Deepest nesting of JSON crossing the bridge (tool input, stored values; default
     128, as the reference)."""
 
-    max_message_bytes: int = attrs.field(default=16 * MiB, validator=_positive)
+    max_message_bytes: int = attrs.field(default=16 * MiB, validator=positive)
     """Largest single message from an isolate to the host, e.g. one tool input or one
     text item (default 16 MiB)."""
 
@@ -96,7 +86,7 @@ class RuntimeConfig:
     allow_remote_image_urls: bool = True
     """Whether ``image()`` accepts ``http(s)://`` URLs; ``False`` allows ``data:`` only."""
 
-    max_output_items: int = attrs.field(default=100_000, validator=_positive)
+    max_output_items: int = attrs.field(default=100_000, validator=positive)
     """Output items (each ``text``, ``image``, ``console.log`` call) a cell may buffer
     between two delivered events (default 100 000). ``max_output_bytes`` counts only
     the text and URLs, so empty items (``text("")``, ``console.log()``) would otherwise
@@ -105,14 +95,14 @@ class RuntimeConfig:
     with ``exec cell exceeded its limit of <N> buffered output items
     (RuntimeConfig.max_output_items)``."""
 
-    max_pending_notifications: int = attrs.field(default=10_000, validator=_positive)
+    max_pending_notifications: int = attrs.field(default=10_000, validator=positive)
     """Notifications (``notify(...)``) of one cell that the delegate has not finished
     handling yet, waiting ones included (default 10 000). At most 16 of them are with
     the delegate at once; the rest wait their turn, at a few dozen bytes plus their text
     each. A breach ends the cell with ``exec cell exceeded its limit of <N> pending
     notifications (RuntimeConfig.max_pending_notifications)``."""
 
-    max_cell_seconds: float = attrs.field(default=3600.0, validator=_positive)
+    max_cell_seconds: float = attrs.field(default=3600.0, validator=positive)
     """Longest a cell may run, in wall-clock seconds from its start (default one hour),
     whether it computes, waits for tools or sleeps on timers; a completed cell whose
     result is not collected yet no longer counts. So a cell nobody terminates cannot

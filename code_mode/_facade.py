@@ -34,9 +34,9 @@ import inspect
 import itertools
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Final
 
 import attrs
 import trio
@@ -46,25 +46,23 @@ from ._engine import Engine
 from ._errors import CodeModeError, MissingCell
 from ._session_runtime import SessionRuntime
 from ._types import (
-    JSON,
     CellEvent,
     CellId,
     ExecuteRequest,
-    NestedToolCall,
     OutputItem,
-    Text,
     ToolDefinition,
     ToolKind,
     ToolName,
     YieldAfter,
 )
 from .integrations.python_tools import PythonTool, tool
+from .integrations.routing import NestedTool, ToolRouter
 from .model_tools.adapters import (
     EXEC_TOOL_NAME,
     WAIT_TOOL_NAME,
     anthropic_exec_tool,
     anthropic_wait_tool,
-    exec_source_from_arguments,
+    exec_source_from_call,
     mcp_exec_tool,
     mcp_wait_tool,
     openai_exec_tool,
@@ -77,12 +75,12 @@ from .model_tools.descriptions import (
     exec_description,
     wait_description,
 )
-from .model_tools.formatting import format_result
+from .model_tools.formatting import format_result, is_error_result
 from .model_tools.pragma import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     DEFAULT_YIELD_TIME_MS,
     MAX_SAFE_INTEGER,
-    PragmaError,
+    ExecInputError,
     parse_exec_input,
 )
 from .model_tools.typescript import normalize_identifier
@@ -104,25 +102,6 @@ YIELD_GRACE_THRESHOLD_MS: Final = 10_000
 
 YIELD_GRACE_MS: Final = 1_000
 """The grace added to long yields."""
-
-_FAILED_PREFIX: Final = "Script failed\n"
-
-
-@runtime_checkable
-class NestedTool(Protocol):
-    """What :class:`CodeModeSession` accepts as a tool: a definition and an async
-    ``call``. :class:`~code_mode.PythonTool` (from ``@tool``) is one; an MCP bridge or
-    a hand-written class can be another.
-
-    ``call`` gets the program's input (JSON data; ``None`` when the program passed
-    none) and returns JSON data. Raising any ``Exception`` rejects the program's promise
-    with ``str(exception)``.
-    """
-
-    @property
-    def definition(self) -> ToolDefinition: ...
-
-    async def call(self, input: JSON) -> JSON: ...
 
 
 @attrs.frozen
@@ -152,13 +131,6 @@ def resolve_yield_time_ms(requested_ms: int, max_yield_time_ms: int | None = Non
     if max_yield_time_ms is not None:
         resolved = min(resolved, max(0, max_yield_time_ms))
     return resolved
-
-
-def is_error_result(items: Sequence[OutputItem]) -> bool:
-    """Whether a result of :meth:`CodeModeSession.exec`/``wait``/``handle_call`` is a
-    failure (``Script failed``: the program threw, or the call could not be served).
-    Use it for the ``is_error`` flag of Anthropic and MCP results."""
-    return bool(items) and isinstance(items[0], Text) and items[0].text.startswith(_FAILED_PREFIX)
 
 
 class _WaitArgumentsError(ValueError):
@@ -211,36 +183,12 @@ def _wait_arguments(arguments: Mapping[str, Any] | str) -> tuple[str, int, int, 
     )
 
 
-def _exec_source(arguments: Mapping[str, Any] | str) -> str:
-    """The ``exec`` input: a raw string (freeform tool), or ``{"code": ...}`` as an
-    object or as its JSON text (JSON-only APIs). JSON text of an object cannot be a
-    valid program (``{"code": ...}`` is a syntax error in JavaScript), so no program
-    is misread."""
-    if isinstance(arguments, str):
-        text = arguments.strip()
-        if text.startswith("{") and text.endswith("}"):
-            try:
-                decoded = json.loads(text)
-            except ValueError:  # a decode error, or an integer of 5000 digits
-                return arguments
-            if isinstance(decoded, dict) and isinstance(decoded.get("code"), str):
-                return exec_source_from_arguments(decoded)
-        return arguments
-    return exec_source_from_arguments(arguments)
-
-
 class _Delegate:
     """The runtime's delegate: routes nested calls and notifications."""
 
-    def __init__(self, tools: Mapping[ToolName, NestedTool], on_notify: NotifyCallback | None):
-        self._tools = tools
+    def __init__(self, tools: ToolRouter, on_notify: NotifyCallback | None):
+        self.invoke_tool = tools.invoke_tool
         self._on_notify = on_notify
-
-    async def invoke_tool(self, call: NestedToolCall) -> JSON:
-        nested = self._tools.get(call.tool_name)
-        if nested is None:  # the runtime only routes enabled tools; defensive
-            raise ValueError(f"tool `{call.tool_name.display()}` is not available")
-        return await nested.call(call.input)
 
     async def notify(self, call_id: str, cell_id: CellId, text: str) -> None:
         if self._on_notify is None:
@@ -332,7 +280,9 @@ class CodeModeSession:
         }
         self._deferred = deferred
         self._max_yield_time_ms = max_yield_time_ms
-        self._runtime = SessionRuntime(_Delegate(by_name, on_notify), config, engine=engine)
+        self._runtime = SessionRuntime(
+            _Delegate(ToolRouter(nested), on_notify), config, engine=engine
+        )
         self._call_ids = itertools.count(1)
         self._entered = False
 
@@ -436,7 +386,7 @@ class CodeModeSession:
         call_id = call_id if call_id is not None else f"exec-{next(self._call_ids)}"
         try:
             parsed = parse_exec_input(source)
-        except PragmaError as error:
+        except ExecInputError as error:
             return self._format(str(error), started_at, "", DEFAULT_MAX_OUTPUT_TOKENS)
         max_tokens = (
             parsed.max_output_tokens
@@ -498,8 +448,8 @@ class CodeModeSession:
         if name == EXEC_TOOL_NAME:
             self._check_entered()
             try:
-                source = _exec_source(arguments)
-            except PragmaError as error:
+                source = exec_source_from_call(arguments)
+            except ExecInputError as error:
                 return self._format(str(error), trio.current_time(), "", DEFAULT_MAX_OUTPUT_TOKENS)
             return await self.exec(source, call_id=call_id)
         if name == WAIT_TOOL_NAME:

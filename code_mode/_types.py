@@ -9,23 +9,17 @@ instances are therefore not hashable, which no caller needs.
 from __future__ import annotations
 
 import enum
-import math
 from typing import Any, NewType, TypeAlias
 
 import attrs
+
+from ._validators import non_negative
 
 JSON: TypeAlias = Any
 """JSON data as produced by :func:`json.loads`: dict, list, str, int, float, bool, None."""
 
 CellId = NewType("CellId", str)
 """Identifier of a cell. A session allocates ``"1"``, ``"2"``, ... in ``execute`` order."""
-
-
-def _non_negative_finite(_inst: object, attribute: attrs.Attribute[float], value: float) -> None:
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        raise TypeError(f"{attribute.name} must be a number of seconds, got {value!r}")
-    if math.isnan(value) or value < 0:
-        raise ValueError(f"{attribute.name} must be a non-negative number, got {value!r}")
 
 
 @attrs.frozen
@@ -38,7 +32,7 @@ class YieldAfter:
     never eats into the window.
     """
 
-    seconds: float = attrs.field(validator=_non_negative_finite)
+    seconds: float = attrs.field(validator=non_negative)
 
 
 @attrs.frozen

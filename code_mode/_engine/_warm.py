@@ -216,6 +216,11 @@ class WarmIsolates:
             return _TakenIsolate(handle, slot)
         return None
 
+    async def wait_until_filled(self) -> None:
+        """Return once no refill is in progress."""
+        while self._filling:
+            await self._fill_done.wait()
+
     async def aclose(self) -> None:
         self._closed = True
         self._hurry()

@@ -20,11 +20,13 @@ from __future__ import annotations
 import math
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import Any, Literal
+from typing import Literal
 
 import attrs
 import trio
 
+from .._config import RuntimeConfig
+from .._validators import non_negative_int, optional, positive_finite, positive_int
 from ._backend import IsolateBackend, IsolateHandle, IsolateSink
 from ._blocking_threads import BlockingWorkers
 from ._native import IsolateUnavailable
@@ -32,34 +34,7 @@ from ._process_pool import ProcessPool
 from ._thread_backend import ThreadBackend
 from ._warm import WarmIsolates
 
-#: What a :class:`~code_mode.RuntimeConfig` sets isolates up with by default; warm
-#: isolates are prepared with these and adjusted when a session's limits differ.
-DEFAULT_MEMORY_LIMIT_BYTES = 256 * 1024 * 1024
-DEFAULT_MAX_MESSAGE_CHARS = 16 * 1024 * 1024
-
-
-def _positive_int(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"EngineConfig.{attribute.name} must be a positive integer, got {value!r}")
-
-
-def _non_negative_int(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(
-            f"EngineConfig.{attribute.name} must be a non-negative integer, got {value!r}"
-        )
-
-
-def _optional_positive_int(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None:
-        _positive_int(_inst, attribute, value)
-
-
-def _positive_seconds(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
-        raise ValueError(
-            f"EngineConfig.{attribute.name} must be a positive number of seconds, got {value!r}"
-        )
+_DEFAULTS = RuntimeConfig()
 
 
 @attrs.frozen(kw_only=True)
@@ -75,7 +50,7 @@ class EngineConfig:
     a new one. ``"thread"`` runs them on threads of this process: lower latency, but
     such a failure ends the application. See ``docs/security.md``."""
 
-    worker_processes: int = attrs.field(default=1, validator=_positive_int)
+    worker_processes: int = attrs.field(default=1, validator=positive_int)
     """Most worker processes running at once in ``"process"`` mode (default 1). With
     more, a new one starts whenever every live worker already hosts an isolate, and
     new isolates go to the least loaded worker that is up: a fatal failure then takes
@@ -83,18 +58,18 @@ class EngineConfig:
     2 cores, about 1.5 ms more per short cell, as consecutive cells land on different
     processes."""
 
-    isolates_per_worker: int = attrs.field(default=512, validator=_positive_int)
+    isolates_per_worker: int = attrs.field(default=512, validator=positive_int)
     """Most isolates one worker process hosts at once (default 512), each with a thread
     and a few MiB of its own. When every worker is full and no more may start, a new
     cell fails at once with an error naming this setting, rather than the machine
     running out of memory or threads."""
 
-    warm_isolates: int = attrs.field(default=1, validator=_non_negative_int)
+    warm_isolates: int = attrs.field(default=1, validator=non_negative_int)
     """Isolates kept created ahead of time for the next cells of any session (default
     1), so starting a cell does not wait for V8 to build an isolate and run the
     prelude. 0 turns it off."""
 
-    warm_isolates_burst: int = attrs.field(default=4, validator=_positive_int)
+    warm_isolates_burst: int = attrs.field(default=4, validator=positive_int)
     """Isolates built at once, ahead of the cells, while cells come faster than one
     isolate is built (default 4; at least ``warm_isolates`` count). Building one is
     about 3 ms of CPU and comes in two halves that run on different threads (V8's
@@ -106,14 +81,14 @@ class EngineConfig:
     and 0.1 s after a burst it trims back to it, so an idle engine holds
     ``warm_isolates`` (each a few MiB)."""
 
-    recycle_after_cells: int | None = attrs.field(default=1000, validator=_optional_positive_int)
+    recycle_after_cells: int | None = attrs.field(default=1000, validator=optional(positive_int))
     """After hosting this many isolates, a worker process takes no new ones and exits
     once its last one closes; a fresh worker takes its place (default 1000; ``None``
     never recycles). This bounds what a long-lived worker accumulates (allocator
     fragmentation, V8's process-wide caches)."""
 
     worker_memory_limit_bytes: int | None = attrs.field(
-        default=2 * 1024 * 1024 * 1024, validator=_optional_positive_int
+        default=2 * 1024 * 1024 * 1024, validator=optional(positive_int)
     )
     """Most resident memory (RSS) one worker process may use, in bytes (default 2 GiB;
     ``None``: no limit). ``RuntimeConfig.memory_limit_bytes`` bounds what V8 counts (its
@@ -127,7 +102,7 @@ class EngineConfig:
     Only ``"process"`` mode: in ``"thread"`` mode isolates share the host's memory
     (see ``docs/security.md``)."""
 
-    worker_heartbeat_timeout: float = attrs.field(default=10.0, validator=_positive_seconds)
+    worker_heartbeat_timeout: float = attrs.field(default=10.0, validator=positive_finite)
     """Seconds a worker process may go without answering the engine's heartbeat
     (default 10 s) before it counts as hung (stopped with ``SIGSTOP``, deadlocked):
     it is then killed, its cells fail with ``exec runtime ended unexpectedly: the
@@ -136,7 +111,7 @@ class EngineConfig:
     heartbeat is answered by the worker's command loop, which JavaScript never
     occupies, so a busy program does not count as hung."""
 
-    isolate_close_timeout: float = attrs.field(default=2.0, validator=_positive_seconds)
+    isolate_close_timeout: float = attrs.field(default=2.0, validator=positive_finite)
     """Seconds the engine waits for a worker process to dispose of an isolate
     (default 2 s). Disposing waits for the isolate's JavaScript to stop, and a few
     built-ins ignore termination (``new Array(2 ** 26).sort()`` runs to its end). After
@@ -225,8 +200,10 @@ class Engine:
                     nursery,
                     count=self._config.warm_isolates,
                     burst=self._config.warm_isolates_burst,
-                    memory_limit_bytes=DEFAULT_MEMORY_LIMIT_BYTES,
-                    max_message_chars=DEFAULT_MAX_MESSAGE_CHARS,
+                    # What a default RuntimeConfig asks for: warm isolates are set up
+                    # with it and adjusted when a session's limits differ.
+                    memory_limit_bytes=_DEFAULTS.memory_limit_bytes,
+                    max_message_chars=_DEFAULTS.max_message_bytes,
                 )
                 self._warm.refill()
                 backend = self._warm
@@ -280,6 +257,15 @@ class Engine:
         )
 
     # -- for tests and benchmarks --------------------------------------------------
+
+    async def wait_until_settled(self) -> None:
+        """Return once no warm isolate is being built (at once without a warm pool).
+
+        The engine refills its warm pool in the background after a cell takes an
+        isolate, so a reading of threads or memory taken meanwhile counts a varying
+        number of isolates; benchmarks and tests wait for this first."""
+        if self._warm is not None:
+            await self._warm.wait_until_filled()
 
     def worker_pids(self) -> list[int]:
         """Process ids of the live worker processes (empty in ``"thread"`` mode)."""

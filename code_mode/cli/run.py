@@ -66,7 +66,7 @@ async def run_source(
 async def _run(
     source: str, yield_seconds: float, config: RuntimeConfig, timeout: float, tools: Sequence[Any]
 ) -> int:
-    enabled = [*DEMO_TOOLS, *(tool.definition for tool in tools)]
+    enabled = [tool.definition for tool in [*DEMO_TOOLS, *tools]]
     request = ExecuteRequest(tool_call_id="cli", enabled_tools=enabled, source=source)
     async with SessionRuntime(DemoDelegate(tools), config) as runtime:
         started = await runtime.execute(request, YieldAfter(yield_seconds))

@@ -1,4 +1,5 @@
-"""Type hints to JSON Schema, and valid JSON back into the hinted Python values.
+"""Type hints to JSON Schema, and valid JSON back into the hinted Python values (the
+compiler; reading a function's signature with it is :mod:`._signature`'s job).
 
 A tool's parameters and return hint are compiled once, at decoration time, into a tree
 of nodes; each node knows its schema and how to decode JSON that matched it (objects
@@ -13,7 +14,6 @@ import contextlib
 import dataclasses
 import enum
 import functools
-import inspect
 import types
 import typing
 from collections.abc import Callable
@@ -176,7 +176,7 @@ def _described(node: _Node, description: str) -> _DescribedNode:
 
 
 @attrs.frozen
-class _Field:
+class Field:
     name: str  # the JSON property name
     node: _Node
     required: bool
@@ -184,11 +184,11 @@ class _Field:
     has_default: bool = False
 
 
-class _ObjectNode(_Node):
+class ObjectNode(_Node):
     """A JSON object with known properties (TypedDict, attrs, dataclass, parameters);
     ``build`` makes the Python value from the decoded properties."""
 
-    def __init__(self, fields: list[_Field], build: Callable[[dict[str, Any]], Any]) -> None:
+    def __init__(self, fields: list[Field], build: Callable[[dict[str, Any]], Any]) -> None:
         self.fields = fields
         self.build = build
         self.schema = _object_schema(fields)
@@ -202,12 +202,12 @@ class _ObjectNode(_Node):
         return self.build(decoded)
 
 
-class _ModelNode(_ObjectNode):
+class _ModelNode(ObjectNode):
     """A pydantic model: the schema of its fields; decoding is the model's own
     validation, whose first complaint (a validator the schema cannot express) is
     reported at its place in the input."""
 
-    def __init__(self, cls: type, fields: list[_Field]) -> None:
+    def __init__(self, cls: type, fields: list[Field]) -> None:
         super().__init__(fields, functools.partial(validate_model, cls))
         self.cls = cls
 
@@ -220,7 +220,7 @@ class _ModelNode(_ObjectNode):
             raise JSONValidationError(path, error.message) from None
 
 
-def _object_schema(fields: list[_Field]) -> dict[str, Any]:
+def _object_schema(fields: list[Field]) -> dict[str, Any]:
     properties: dict[str, Any] = {}
     for field in fields:
         schema = dict(field.node.schema)
@@ -314,7 +314,7 @@ def _description_of(metadata: tuple[Any, ...]) -> str | None:
     return None
 
 
-_NONE_TYPES: Final = (None, type(None))
+NONE_TYPES: Final = (None, type(None))
 _TYPED_DICT_QUALIFIERS: Final = tuple(
     getattr(typing, name)
     for name in ("Required", "NotRequired", "ReadOnly")
@@ -325,7 +325,7 @@ _TYPE_ALIAS_TYPES: Final[tuple[type, ...]] = tuple(
 )
 
 
-class _Compiler:
+class Compiler:
     """Compiles type hints into :class:`_Node` trees. ``output`` marks a return hint:
     attrs/dataclass fields are then all required (the returned object has them all)."""
 
@@ -348,7 +348,7 @@ class _Compiler:
             return self.compile(args[0])
         if hint is Any or hint is object:
             return _AnyNode()
-        if hint in _NONE_TYPES:
+        if hint in NONE_TYPES:
             return _ScalarNode("null")
         if isinstance(hint, typing.NewType):
             return self.compile(hint.__supertype__)
@@ -427,7 +427,7 @@ class _Compiler:
     def _typed_dict(self, cls: type) -> _Node:
         hints = self._hints(cls)
         required_keys: frozenset[str] = getattr(cls, "__required_keys__", frozenset(hints))
-        fields: list[_Field] = []
+        fields: list[Field] = []
         for name, hint in hints.items():
             # An explicit Required/NotRequired wins: with `from __future__ import
             # annotations`, Python 3.11 cannot see it when computing __required_keys__.
@@ -437,12 +437,12 @@ class _Compiler:
                 required = True
             elif qualifier is typing.NotRequired:
                 required = False
-            fields.append(_Field(name, self._field_node(name, hint, cls), required=required))
-        return _ObjectNode(fields, dict)
+            fields.append(Field(name, self._field_node(name, hint, cls), required=required))
+        return ObjectNode(fields, dict)
 
     def _attrs(self, cls: type) -> _Node:
         hints = self._hints(cls)
-        fields: list[_Field] = []
+        fields: list[Field] = []
         for field in attrs.fields(cls):
             if not field.init and not self.output:
                 continue
@@ -458,7 +458,7 @@ class _Compiler:
             # has no value to show in the schema.
             shown = has_default and not isinstance(field.default, attrs.Factory)  # type: ignore[arg-type]
             fields.append(
-                _Field(
+                Field(
                     field.alias or field.name,
                     node,
                     required=self.output or not has_default,
@@ -466,11 +466,11 @@ class _Compiler:
                     has_default=shown and not self.output,
                 )
             )
-        return _ObjectNode(fields, lambda kwargs: cls(**kwargs))
+        return ObjectNode(fields, lambda kwargs: cls(**kwargs))
 
     def _dataclass(self, cls: type) -> _Node:
         hints = self._hints(cls)
-        fields: list[_Field] = []
+        fields: list[Field] = []
         for field in dataclasses.fields(cls):
             if not field.init and not self.output:
                 continue
@@ -481,7 +481,7 @@ class _Compiler:
             has_value_default = field.default is not dataclasses.MISSING
             has_default = has_value_default or field.default_factory is not dataclasses.MISSING
             fields.append(
-                _Field(
+                Field(
                     field.name,
                     node,
                     required=self.output or not has_default,
@@ -489,10 +489,10 @@ class _Compiler:
                     has_default=has_value_default and not self.output,
                 )
             )
-        return _ObjectNode(fields, lambda kwargs: cls(**kwargs))
+        return ObjectNode(fields, lambda kwargs: cls(**kwargs))
 
     def _model(self, cls: type) -> _Node:
-        fields: list[_Field] = []
+        fields: list[Field] = []
         for field in model_fields(cls):
             # Input by the name pydantic validates, output by the name it dumps.
             name = field.output_name if self.output else field.input_name
@@ -500,7 +500,7 @@ class _Compiler:
             if field.description is not None and "description" not in node.schema:
                 node = _described(node, field.description)
             fields.append(
-                _Field(
+                Field(
                     name,
                     node,
                     required=self.output or field.required,
@@ -520,64 +520,4 @@ class _Compiler:
 def schema_for_type(hint: Any, *, output: bool = False) -> dict[str, Any]:
     """The JSON Schema of a type hint, as :func:`tool` generates it (``TypeError`` for
     an unsupported hint). ``output=True`` treats it as a return type."""
-    return _Compiler(output=output).compile(hint).schema
-
-
-@attrs.frozen
-class Signature:
-    node: _ObjectNode
-    positional: tuple[str, ...]  # positional-only parameter names, in order
-    output_schema: dict[str, Any] | None
-    output_hint_is_none: bool
-
-
-def signature_of(function: Callable[..., Any], tool_name: str) -> Signature:
-    try:
-        signature = inspect.signature(function)
-    except (TypeError, ValueError) as error:
-        raise TypeError(f"tool `{tool_name}`: cannot read the signature: {error}") from None
-    try:
-        hints = typing.get_type_hints(function, include_extras=True)
-    except NameError as error:
-        raise TypeError(f"tool `{tool_name}`: cannot resolve a type hint: {error}") from None
-    compiler = _Compiler(output=False)
-    fields: list[_Field] = []
-    positional: list[str] = []
-    for parameter in signature.parameters.values():
-        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
-            raise TypeError(
-                f"tool `{tool_name}`: parameter `{parameter.name}`: *args and **kwargs "
-                "are not supported (a tool takes named arguments)"
-            )
-        if parameter.name not in hints:
-            raise TypeError(f"tool `{tool_name}`: parameter `{parameter.name}` needs a type hint")
-        try:
-            node = compiler.compile(hints[parameter.name])
-        except TypeError as error:
-            raise TypeError(f"tool `{tool_name}`: parameter `{parameter.name}`: {error}") from None
-        has_default = parameter.default is not inspect.Parameter.empty
-        fields.append(
-            _Field(
-                parameter.name,
-                node,
-                required=not has_default,
-                default=parameter.default if has_default else None,
-                has_default=has_default,
-            )
-        )
-        if parameter.kind is parameter.POSITIONAL_ONLY:
-            positional.append(parameter.name)
-    output_schema: dict[str, Any] | None = None
-    return_hint = hints.get("return", Any)
-    if return_hint is not Any:
-        try:
-            output_schema = _Compiler(output=True).compile(return_hint).schema
-        except TypeError:
-            output_schema = None  # an unsupported return hint: the model sees `unknown`
-    node = _ObjectNode(fields, dict)
-    return Signature(node, tuple(positional), output_schema, return_hint in _NONE_TYPES)
-
-
-def input_schema_for(function: Callable[..., Any]) -> dict[str, Any]:
-    """The input JSON Schema :func:`tool` would generate for ``function``."""
-    return signature_of(function, getattr(function, "__name__", "tool")).node.schema
+    return Compiler(output=output).compile(hint).schema

@@ -69,7 +69,8 @@ import trio
 
 from .._types import JSON, ToolDefinition, ToolKind, ToolName
 from ._json_schema import JSONValidationError, validate_json
-from ._schema import Signature, ToolArgumentsError, input_schema_for, schema_for_type, signature_of
+from ._schema import ToolArgumentsError, schema_for_type
+from ._signature import Signature, input_schema_for, signature_of
 from ._to_json import ToolResultError, to_json
 
 __all__ = [

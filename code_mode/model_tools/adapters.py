@@ -34,7 +34,7 @@ from typing import Any, Final
 
 from .._types import Image, ImageDetail, OutputItem, ToolDefinition
 from .descriptions import NamespaceDescription, exec_description, wait_description
-from .pragma import PragmaError
+from .pragma import ExecInputError
 
 __all__ = [
     "ANTHROPIC_IMAGE_MEDIA_TYPES",
@@ -142,26 +142,50 @@ def exec_json_parameters() -> dict[str, Any]:
     }
 
 
+class ExecArgumentsError(ExecInputError):
+    """JSON ``exec`` arguments without a string ``code`` field."""
+
+
 def exec_source_from_arguments(arguments: Mapping[str, Any] | str) -> str:
     """Extract the ``exec`` input from JSON arguments (Anthropic, MCP).
 
     ``arguments`` is the decoded object or its JSON text. The result goes to
     :func:`~.pragma.parse_exec_input` exactly like a freeform input. Raises
-    :class:`~.pragma.PragmaError` (a ``ValueError``) when there is no string ``code``,
-    so a host handles every malformed ``exec`` input in one ``except``.
+    :class:`ExecArgumentsError` when there is no string ``code``; like a bad pragma's
+    :class:`~.pragma.PragmaError` it is an :class:`~.pragma.ExecInputError`, so a host
+    handles every malformed ``exec`` input in one ``except``.
     """
     message = f"exec expects JSON arguments with a string `{EXEC_CODE_ARGUMENT}` field"
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
-        except json.JSONDecodeError:
-            raise PragmaError(message) from None
+        except ValueError:  # a decode error, or an integer of 5000 digits
+            raise ExecArgumentsError(message) from None
     if not isinstance(arguments, Mapping):
-        raise PragmaError(message)
+        raise ExecArgumentsError(message)
     code = arguments.get(EXEC_CODE_ARGUMENT)
     if not isinstance(code, str):
-        raise PragmaError(message)
+        raise ExecArgumentsError(message)
     return code
+
+
+def exec_source_from_call(arguments: Mapping[str, Any] | str) -> str:
+    """The ``exec`` input of a call as any API delivers it: the raw source (a freeform
+    tool's input), or ``{"code": ...}`` as an object or as its JSON text (JSON-only
+    APIs). JSON text of an object cannot be a valid program (``{"code": ...}`` is a
+    syntax error in JavaScript), so no program is misread. Raises
+    :class:`ExecArgumentsError` for an object without a string ``code``."""
+    if not isinstance(arguments, str):
+        return exec_source_from_arguments(arguments)
+    text = arguments.strip()
+    if text.startswith("{") and text.endswith("}"):
+        try:
+            decoded = json.loads(text)
+        except ValueError:  # a decode error, or an integer of 5000 digits
+            return arguments
+        if isinstance(decoded, dict) and isinstance(decoded.get(EXEC_CODE_ARGUMENT), str):
+            return exec_source_from_arguments(decoded)
+    return arguments
 
 
 # --- OpenAI Responses API ---------------------------------------------------------

@@ -23,12 +23,8 @@ from typing import Final
 import attrs
 
 from .._types import ToolDefinition
-from .typescript import (
-    MCP_TYPES_PREAMBLE,
-    is_mcp_call_tool_result,
-    normalize_identifier,
-    tool_declaration,
-)
+from .mcp_results import MCP_TYPES_PREAMBLE, is_mcp_call_tool_result
+from .typescript import normalize_identifier, tool_declaration
 
 __all__ = [
     "NamespaceDescription",

@@ -57,14 +57,19 @@ from .._types import (
 from .pragma import DEFAULT_MAX_OUTPUT_TOKENS
 
 __all__ = [
+    "FAILED",
     "IMAGE_TOKEN_COST",
     "estimate_tokens",
     "format_result",
+    "is_error_result",
     "result_header",
     "result_status",
     "result_succeeded",
     "truncate_output",
 ]
+
+FAILED: Final = "Script failed"
+"""The status line of a failed result (see :func:`result_status`)."""
 
 IMAGE_TOKEN_COST: Final = 765
 """Estimated tokens of one image. 765 is what OpenAI charges for a 1024x1024 image at
@@ -107,7 +112,7 @@ def result_status(result: CellEvent | str, cell_id: str) -> str:
         return "Script terminated"
     if isinstance(result, Completed) and result.error_text is None:
         return "Script completed"
-    return "Script failed"
+    return FAILED
 
 
 def result_succeeded(result: CellEvent | str) -> bool:
@@ -117,6 +122,15 @@ def result_succeeded(result: CellEvent | str) -> bool:
     if isinstance(result, str):
         return False
     return not (isinstance(result, Completed) and result.error_text is not None)
+
+
+def is_error_result(items: Sequence[OutputItem]) -> bool:
+    """Whether formatted result items (of ``CodeModeSession.exec``/``wait``/
+    ``handle_call``, or :func:`format_result`) are a failure: their header says
+    ``Script failed`` (the program threw, or the call could not be served), exactly
+    when :func:`result_succeeded` was false for the event they were made from. Use it
+    for the ``is_error`` flag of Anthropic and MCP results."""
+    return bool(items) and isinstance(items[0], Text) and items[0].text.startswith(FAILED + "\n")
 
 
 def result_header(status: str, wall_time: float) -> str:

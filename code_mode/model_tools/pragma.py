@@ -24,6 +24,7 @@ __all__ = [
     "MAX_SAFE_INTEGER",
     "PRAGMA_PREFIX",
     "ExecInput",
+    "ExecInputError",
     "PragmaError",
     "parse_exec_input",
 ]
@@ -64,9 +65,15 @@ _BAD_VALUE: Final = (
 _FIELDS: Final = ("yield_time_ms", "max_output_tokens")
 
 
-class PragmaError(ValueError):
-    """The ``exec`` input was rejected; ``str(error)`` is the exact message to return to
-    the model as a failed result."""
+class ExecInputError(ValueError):
+    """The ``exec`` input cannot be run; ``str(error)`` is the exact message to return
+    to the model as a failed result. Catch this one to handle every malformed ``exec``
+    input: a bad pragma (:class:`PragmaError`) or JSON arguments without a string
+    ``code`` (:class:`~.adapters.ExecArgumentsError`)."""
+
+
+class PragmaError(ExecInputError):
+    """The ``// @exec:`` first line of an ``exec`` input was rejected."""
 
 
 @attrs.frozen

@@ -20,9 +20,9 @@ Local references (``#`` and ``#/json/pointer``) are expanded inline, at most
 end); deeper, unresolvable or non-local references render as ``unknown``. Keywords
 next to ``$ref`` render as ``(Ref) & (Sibling)``.
 
-The module also knows how to recognise an MCP ``CallToolResult`` output schema, the
-shared MCP type declarations those tools refer to, the JavaScript identifier of a
-tool, and the one-line ``declare const tools: {...}`` declaration of a tool.
+The module also gives the JavaScript identifier of a tool and the one-line
+``declare const tools: {...}`` declaration of a tool; MCP-shaped outputs are
+recognised by :mod:`.mcp_results`.
 """
 
 from __future__ import annotations
@@ -33,13 +33,11 @@ from typing import Any, Final
 
 from .._tool_names import normalize_identifier as _engine_identifier
 from .._types import JSON, ToolDefinition, ToolKind
+from .mcp_results import mcp_structured_content_schema
 
 __all__ = [
     "MAX_DEPTH",
     "MAX_REF_EXPANSIONS",
-    "MCP_TYPES_PREAMBLE",
-    "is_mcp_call_tool_result",
-    "mcp_structured_content_schema",
     "normalize_identifier",
     "render_input_type",
     "render_output_type",
@@ -87,45 +85,6 @@ def render_schema(schema: JSON, *, root: JSON | None = None) -> str:
     return _Renderer(schema if root is None else root).render(schema, 0)
 
 
-def mcp_structured_content_schema(output_schema: JSON) -> JSON | None:
-    """Return the ``structuredContent`` schema if ``output_schema`` describes an MCP
-    ``CallToolResult``, else ``None``.
-
-    MCP tools all return the same envelope (``content`` blocks, ``isError``,
-    ``_meta``, optional ``structuredContent``). Spelling that envelope out for every
-    tool would waste the description, so such outputs are typed with the shared
-    ``CallToolResult<T>`` of :data:`MCP_TYPES_PREAMBLE` instead. The test is the
-    reference's: ``properties.content`` is ``{type: "array", items: {type: "object"}}``,
-    ``properties.isError`` is ``{type: "boolean"}`` and ``properties._meta`` is
-    ``{type: "object"}``. A missing ``structuredContent`` is returned as ``True`` (any
-    value), which renders as ``unknown``.
-    """
-    if not isinstance(output_schema, dict):
-        return None
-    properties = output_schema.get("properties")
-    if not isinstance(properties, dict):
-        return None
-    content = properties.get("content")
-    if not isinstance(content, dict) or content.get("type") != "array":
-        return None
-    items = content.get("items")
-    if not isinstance(items, dict) or items.get("type") != "object":
-        return None
-    is_error = properties.get("isError")
-    if not isinstance(is_error, dict) or is_error.get("type") != "boolean":
-        return None
-    meta = properties.get("_meta")
-    if not isinstance(meta, dict) or meta.get("type") != "object":
-        return None
-    return properties.get("structuredContent", True)
-
-
-def is_mcp_call_tool_result(output_schema: JSON) -> bool:
-    """Whether ``output_schema`` is an MCP ``CallToolResult`` (see
-    :func:`mcp_structured_content_schema`); decides if the shared MCP types are shown."""
-    return mcp_structured_content_schema(output_schema) is not None
-
-
 def render_input_type(tool: ToolDefinition) -> str:
     """The TypeScript type of a tool's argument: ``string`` for a freeform tool (its
     input is raw text whatever the schema says), else the rendered ``input_schema``,
@@ -166,89 +125,6 @@ def tool_declaration(tool: ToolDefinition) -> str:
     ident = normalize_identifier(tool.name)
     method = f"{ident}({param}: {render_input_type(tool)}): Promise<{render_output_type(tool)}>;"
     return f"declare const tools: {{ {method} }};"
-
-
-MCP_TYPES_PREAMBLE: Final = """\
-type Role = "user" | "assistant";
-type MetaObject = { [key: string]: unknown };
-type Annotations = {
-  audience?: Role[];
-  priority?: number; // 0 (least important) to 1 (most important)
-  lastModified?: string; // ISO 8601 timestamp
-};
-type Icon = {
-  src: string;
-  mimeType?: string;
-  sizes?: string[];
-  theme?: "light" | "dark";
-};
-type TextResourceContents = {
-  uri: string;
-  mimeType?: string;
-  text: string;
-  _meta?: MetaObject;
-};
-type BlobResourceContents = {
-  uri: string;
-  mimeType?: string;
-  blob: string; // base64
-  _meta?: MetaObject;
-};
-type TextContent = {
-  type: "text";
-  text: string;
-  annotations?: Annotations;
-  _meta?: MetaObject;
-};
-type ImageContent = {
-  type: "image";
-  data: string; // base64
-  mimeType: string;
-  annotations?: Annotations;
-  _meta?: MetaObject;
-};
-type AudioContent = {
-  type: "audio";
-  data: string; // base64
-  mimeType: string;
-  annotations?: Annotations;
-  _meta?: MetaObject;
-};
-type ResourceLink = {
-  type: "resource_link";
-  uri: string;
-  name: string;
-  title?: string;
-  description?: string;
-  mimeType?: string;
-  size?: number;
-  icons?: Icon[];
-  annotations?: Annotations;
-  _meta?: MetaObject;
-};
-type EmbeddedResource = {
-  type: "resource";
-  resource: TextResourceContents | BlobResourceContents;
-  annotations?: Annotations;
-  _meta?: MetaObject;
-};
-type ContentBlock =
-  | TextContent
-  | ImageContent
-  | AudioContent
-  | ResourceLink
-  | EmbeddedResource;
-type CallToolResult<TStructured = unknown> = {
-  content: ContentBlock[];
-  structuredContent?: TStructured;
-  isError?: boolean;
-  _meta?: MetaObject;
-  [key: string]: unknown;
-};"""
-"""TypeScript declarations of the MCP result types, modelled on the MCP schema.
-
-Shown once in the ``exec`` description (under ``Shared MCP Types:``) when any tool
-returns a ``CallToolResult``, so each such tool's declaration can stay one line."""
 
 
 class _Renderer:

@@ -111,8 +111,10 @@ def test_a_file_that_fails_to_import_says_so(tmp_path: Path) -> None:
 async def _call_shift_over_stdio(cwd: Path, spec: str) -> str:
     """Start ``code-mode mcp serve --tools spec`` as an MCP host does: the SDK's stdio
     client with its default environment (no ``PYTHONPATH``), in ``cwd``."""
+    script = Path(sys.executable).parent / "code-mode"  # the installed command
+    command, args = (str(script), []) if script.exists() else (sys.executable, ["-m", "code_mode"])
     parameters = StdioServerParameters(
-        command=sys.executable, args=["-m", "code_mode", "mcp", "serve", "--tools", spec], cwd=cwd
+        command=command, args=[*args, "mcp", "serve", "--tools", spec], cwd=cwd
     )
     with trio.fail_after(SAFETY):
         async with stdio_client(parameters) as streams, ClientSession(*streams) as session:

@@ -239,3 +239,18 @@ async def test_warm_isolates_take_each_sessions_own_limits(isolation: str) -> No
             event = await started.initial_event()
             assert event.error_text is not None
             assert "memory limit of 16777216 bytes" in event.error_text
+
+
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+async def test_wait_until_settled_returns_once_the_warm_pool_is_refilled(isolation: str) -> None:
+    async with engine(isolation, warm_isolates=2) as eng:
+        warm = eng._warm
+        assert warm is not None
+        with trio.fail_after(SAFETY):
+            await eng.wait_until_settled()
+            assert warm._filling == 0 and len(warm._ready) == 2
+            async with SessionRuntime(GateDelegate(), config(isolation), engine=eng) as runtime:
+                started = await runtime.execute(request("text(1)"), YieldAfter(SAFETY))
+                assert isinstance(await started.initial_event(), Completed)
+                await eng.wait_until_settled()
+                assert warm._filling == 0 and len(warm._ready) == 2

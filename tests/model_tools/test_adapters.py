@@ -11,12 +11,14 @@ import pytest
 from code_mode import Image, ImageDetail, OutputItem, Text, ToolDefinition, ToolKind, ToolName
 from code_mode.model_tools.adapters import (
     EXEC_LARK_GRAMMAR,
+    ExecArgumentsError,
     anthropic_content,
     anthropic_exec_tool,
     anthropic_tool_result,
     anthropic_wait_tool,
     exec_json_parameters,
     exec_source_from_arguments,
+    exec_source_from_call,
     mcp_call_tool_result,
     mcp_content,
     mcp_exec_tool,
@@ -29,7 +31,7 @@ from code_mode.model_tools.adapters import (
     wait_parameters,
 )
 from code_mode.model_tools.descriptions import exec_description, wait_description
-from code_mode.model_tools.pragma import PragmaError, parse_exec_input
+from code_mode.model_tools.pragma import ExecInputError, PragmaError, parse_exec_input
 
 TOOLS = [ToolDefinition("lookup", ToolName("lookup"), "Look up a word.", ToolKind.FUNCTION)]
 PNG_B64 = base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()
@@ -201,6 +203,27 @@ def test_exec_source_from_arguments_feeds_the_pragma_parser() -> None:
 
 @pytest.mark.parametrize("arguments", ["not json", "[1]", {"source": "x"}, {"code": 5}])
 def test_exec_source_from_bad_arguments(arguments: object) -> None:
-    with pytest.raises(PragmaError) as info:
+    with pytest.raises(ExecArgumentsError) as info:
         exec_source_from_arguments(arguments)  # type: ignore[arg-type]
     assert str(info.value) == "exec expects JSON arguments with a string `code` field"
+    # One `except` handles every malformed exec input, a bad pragma's included.
+    assert isinstance(info.value, ExecInputError) and not isinstance(info.value, PragmaError)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "source"),
+    [
+        ("text(1)", "text(1)"),  # a freeform tool's raw input
+        ('{"code": "text(1)"}', "text(1)"),  # JSON text of the object
+        ({"code": "text(1)"}, "text(1)"),
+        ("{ not json }", "{ not json }"),  # braces, but a program: taken as given
+        ('{"other": 1}', '{"other": 1}'),  # JSON without `code` is not arguments
+    ],
+)
+def test_exec_source_from_a_call_as_any_api_sends_it(arguments: object, source: str) -> None:
+    assert exec_source_from_call(arguments) == source  # type: ignore[arg-type]
+
+
+def test_exec_source_from_a_call_refuses_an_object_without_code() -> None:
+    with pytest.raises(ExecArgumentsError):
+        exec_source_from_call({"code": 5})

@@ -20,7 +20,8 @@ from code_mode.model_tools.descriptions import (
     tool_sample,
     wait_description,
 )
-from code_mode.model_tools.typescript import MCP_TYPES_PREAMBLE, tool_declaration
+from code_mode.model_tools.mcp_results import MCP_TYPES_PREAMBLE
+from code_mode.model_tools.typescript import tool_declaration
 
 GOLDEN = Path(__file__).parent / "golden" / "exec_description.txt"
 

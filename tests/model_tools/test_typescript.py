@@ -7,11 +7,13 @@ from typing import Any
 import pytest
 
 from code_mode import ToolDefinition, ToolKind, ToolName
-from code_mode.model_tools.typescript import (
-    MAX_DEPTH,
+from code_mode.model_tools.mcp_results import (
     MCP_TYPES_PREAMBLE,
     is_mcp_call_tool_result,
     mcp_structured_content_schema,
+)
+from code_mode.model_tools.typescript import (
+    MAX_DEPTH,
     normalize_identifier,
     render_schema,
     tool_declaration,

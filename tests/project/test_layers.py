@@ -58,7 +58,7 @@ def layer_of(module: str) -> str:
     if parts == ["code_mode"]:
         return "package"
     second = parts[1]
-    if second in {"_types", "_errors", "_config", "_delegate", "_tool_names"}:
+    if second in {"_types", "_errors", "_config", "_delegate", "_tool_names", "_validators"}:
         return "vocabulary"
     table = {
         "_engine": "engine",

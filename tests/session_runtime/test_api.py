@@ -378,9 +378,10 @@ async def test_leaving_the_blocks_leaves_no_thread_task_or_isolate_behind(isolat
         async with SessionRuntime(delegate, config(isolation), engine=own_engine) as runtime:
             busy = await runtime.execute(request("while (true) {}"), YieldAfter(0.001))
             assert await busy.initial_event() == Yielded([])
-            waiting = await runtime.execute(
-                request("await tools.block();", ["block"]), YieldAfter(0)
-            )
+            # It yields once its tool call has started (the call's message comes first),
+            # so leaving the block has a call in flight to cancel.
+            source = "const call = tools.block(); yield_control(); await call;"
+            waiting = await runtime.execute(request(source, ["block"]), YieldAfter(SAFETY))
             assert await waiting.initial_event() == Yielded([])
             done = await runtime.execute(request('text("x")'), YieldAfter(60))
             assert await done.initial_event() == Completed([Text("x")])
