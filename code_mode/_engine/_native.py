@@ -484,7 +484,7 @@ class NativeIsolate:
         if kind in _ERROR_TYPES or kind == _TYPE_STR:
             value = contents.value.bytes_val[0 : contents.len].decode("utf-8", "replace")
             if kind not in _ERROR_TYPES:
-                value = ("ok", value)
+                value = (TASK_OK, value)
             self._dll.mr_free_value(self._ctx, raw)
         else:
             value = raw  # an object handle the set-up keeps

@@ -18,11 +18,13 @@ import json
 import struct
 from typing import Any
 
+from ._native import TASK_ERROR, TASK_OK, TASK_OOM, TASK_TERMINATED
+
 _LENGTHS = struct.Struct(">II")
 _POST = struct.Struct(">cIIIB")  # b"P", isolate id, tag, probe tag (0: none), quiet
 _BATCH = struct.Struct(">cI")  # b"B" (body: the batch) or b"O" (oversized), isolate id
 _TASK = struct.Struct(">cIIB")  # b"T", isolate id, tag, outcome (body: the detail)
-_OUTCOMES = ("ok", "error", "oom", "terminated")
+_OUTCOMES = (TASK_OK, TASK_ERROR, TASK_OOM, TASK_TERMINATED)  # by code, on the wire
 _OUTCOME_CODES = {outcome: code for code, outcome in enumerate(_OUTCOMES)}
 
 #: Upper bound of one frame; a bigger one means a corrupt stream.
