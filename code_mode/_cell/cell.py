@@ -40,6 +40,7 @@ from .._engine import (
     BufferMemoryExceeded,
     EngineEvent,
     Finished,
+    HeapMemoryExceeded,
     Isolate,
     IsolateSource,
     Notify,
@@ -391,6 +392,11 @@ class Cell:
             self._breach(
                 f"exec cell exceeded its memory limit of {self._config.memory_limit_bytes} "
                 "bytes (RuntimeConfig.memory_limit_bytes) in ArrayBuffer memory"
+            )
+        elif isinstance(event, HeapMemoryExceeded):
+            self._breach(
+                f"exec cell exceeded its memory limit of {self._config.memory_limit_bytes} "
+                "bytes (RuntimeConfig.memory_limit_bytes)"
             )
         elif isinstance(event, Finished):
             self._finished = event

@@ -80,6 +80,12 @@ class BufferMemoryExceeded:
 
 
 @attrs.frozen
+class HeapMemoryExceeded:
+    """A built-in call would have taken the cell over ``memory_limit_bytes`` in one step
+    (see ``js/allocations.js``); the isolate sends nothing after it."""
+
+
+@attrs.frozen
 class Finished:
     """The program ended. ``writes`` maps each key it stored to the value's JSON text,
     exactly as the runtime's ``store`` serialized (and checked) it: the host keeps and
@@ -98,6 +104,7 @@ EngineEvent: TypeAlias = (
     | TimerSet
     | TimerCleared
     | BufferMemoryExceeded
+    | HeapMemoryExceeded
     | Finished
 )
 
@@ -275,6 +282,9 @@ class MessageValidator:
         if kind == "memory":
             self._finished = True
             return BufferMemoryExceeded()
+        if kind == "heap":
+            self._finished = True
+            return HeapMemoryExceeded()
         raise ProtocolViolation(f"unknown message type {kind!r}")
 
     def _tool(self, message: dict[str, Any]) -> ToolCallRequested:

@@ -36,6 +36,7 @@ from py_mini_racer import init_mini_racer
 from py_mini_racer._dll import MR_CALLBACK
 
 from . import _pkeys
+from ._heap_cap import HeapCap
 from ._prelude import prelude_source
 
 # Value type tags of mini-racer's C API (see py_mini_racer/_objects.py).
@@ -47,9 +48,10 @@ _TYPE_OOM_EXCEPTION: Final = 202
 _TYPE_TERMINATED_EXCEPTION: Final = 204
 _ERROR_TYPES: Final = frozenset({200, 201, 202, 203, 204, 205, 206})
 
-# Callback ids: the two doorbells, then evaluation tags.
+# Callback ids: the two doorbells, the heap cap's (see _heap_cap.py), then evaluation tags.
 _BELL_MORE: Final = 1
 _BELL_END: Final = 2
+_BELL_HEAP: Final = 3
 _FIRST_TAG: Final = 16
 FIRST_PROGRAM_TAG: Final = 1024
 
@@ -238,6 +240,8 @@ class NativeIsolate:
         self._keep: list[Any] = []  # raw handles that must live as long as the context
         self._recv: Any = None  # the runtime's entry point (a function handle)
         self._argv: Any = None  # an empty array: its arguments (the batch is `this`)
+        self._heap_cap = HeapCap(self._dll, memory_limit_bytes)
+        self._heap_call: Any = None  # a function that rings _BELL_HEAP (see _apply_heap_cap)
         self._callback = MR_CALLBACK(self._on_callback)
         with _context_lock:
             self._ctx = self._dll.mr_init_context(self._callback)
@@ -279,6 +283,19 @@ class NativeIsolate:
         self._argv = self._take_item(buffer, "argv")
         self._probe_text = self._string_value(PROBE)
         self._keep.append(self._probe_text)
+        # V8's own heap limit, set on the isolate thread from inside a call of this
+        # function (see _heap_cap.py).
+        self._heap_call = dll.mr_make_js_callback(self._ctx, _BELL_HEAP)
+        self._keep.append(self._heap_call)
+        tag = self._next_tag
+        self._next_tag += 1
+        dll.mr_call_function(self._ctx, self._heap_call, self._argv, self._argv, tag)
+        with self._setup_done:
+            while tag not in self._setup_results:
+                self._setup_done.wait()
+            result = self._setup_results.pop(tag)
+        if not isinstance(result, str | tuple):
+            dll.mr_free_value(self._ctx, result)
 
     def _take_item(self, holder: Any, name: str) -> Any:
         """Takes ``holder[name]`` and keeps a handle to its value (set-up only). The
@@ -354,14 +371,28 @@ class NativeIsolate:
         """Change the heap limit and the largest batch accepted. Never blocks (the
         limit is a plain field that V8's garbage collection callback reads)."""
         self._max_message_chars = max_message_chars
+        self._heap_cap.limit = memory_limit_bytes
         _pkeys.adopt_v8_rights()  # see post()
         with self._lock:
             if self._ctx:
                 self._dll.mr_set_hard_memory_limit(self._ctx, memory_limit_bytes)
+                if self._heap_cap.needs_apply() and self._next_tag < FIRST_PROGRAM_TAG:
+                    # Lowering V8's limit takes the isolate thread: a quiet call, run
+                    # before anything posted after it.
+                    tag = self._next_tag
+                    self._next_tag += 1
+                    self._quiet.add(tag)
+                    self._tasks[tag] = int(
+                        self._held.mr_call_function(
+                            self._ctx, self._heap_call, self._argv, self._argv, tag
+                        )
+                    )
 
     def memory_limit_reached(self) -> bool:
         with self._lock:
-            return bool(self._ctx) and bool(self._held.mr_hard_memory_limit_reached(self._ctx))
+            return self._heap_cap.reached or (
+                bool(self._ctx) and bool(self._held.mr_hard_memory_limit_reached(self._ctx))
+            )
 
     def _on_callback(self, callback_id: int, raw: Any) -> None:
         # Runs on the isolate thread. Never raise: ctypes would print and swallow it.
@@ -375,6 +406,11 @@ class NativeIsolate:
                     if self._ctx:
                         self._held.mr_free_value(self._ctx, raw)
                     report = None
+                elif callback_id == _BELL_HEAP:
+                    self._heap_cap.install()  # sets or lowers V8's limit
+                    if self._ctx:
+                        self._held.mr_free_value(self._ctx, raw)
+                    complete, batch, defer, report = False, None, False, None
                 else:
                     complete, batch, defer = False, None, False
                     report = self._on_result(callback_id, raw)
@@ -521,7 +557,9 @@ class NativeIsolate:
             # native call fewer inside this callback.
             self._quiet.discard(tag)
             return None
-        if outcome != TASK_OOM and ctx and self._held.mr_hard_memory_limit_reached(ctx):
+        if outcome != TASK_OOM and (
+            self._heap_cap.reached or (ctx and self._held.mr_hard_memory_limit_reached(ctx))
+        ):
             outcome = TASK_OOM
         self._quiet.discard(tag)  # a failure is reported, quiet or not
         if outcome in (TASK_OK, TASK_TERMINATED) and self._output_queued():
@@ -557,6 +595,7 @@ class NativeIsolate:
             if self._closed:
                 return
             self._closed = True
+            self._heap_cap.close()
             ctx, self._ctx = self._ctx, None
             self._buffer_address = 0
             if ctx and self._tasks:

@@ -25,6 +25,7 @@ _PARTS = (
     "commands.js",
     "install.js",
     "buffers.js",
+    "allocations.js",
 )
 #: Compiled on first use (see ``js/buffers.js``). It travels in a comment, which V8
 #: skips at little cost, inside a function whose source text the runtime reads back.

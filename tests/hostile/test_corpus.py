@@ -115,23 +115,10 @@ def assert_calls_well_formed(calls: list[NestedToolCall]) -> None:
             assert isinstance(call.input, dict)
 
 
-FATAL_IN_THREAD_MODE = pytest.mark.skip(
-    reason="V8 aborts its process on this program: thread mode shares that process with "
-    "the host and cannot contain it (docs/security.md); contained in process mode"
-)
-
-
 def params() -> list[object]:
-    """Every program in both isolation modes, except the fatal ones in ``thread``."""
+    """Every program in both isolation modes."""
     return [
-        pytest.param(
-            isolation,
-            program,
-            id=f"{isolation}-{program.name}",
-            marks=[FATAL_IN_THREAD_MODE]
-            if program.fatal_in_thread_mode and isolation == "thread"
-            else [],
-        )
+        pytest.param(isolation, program, id=f"{isolation}-{program.name}")
         for isolation in ("process", "thread")
         for program in CORPUS
     ]

@@ -129,6 +129,7 @@ const RT_BUFFER_DEPS = {
   isArrayBuffer: rtIsArrayBuffer,
   newList: rtNewQueue,
   breach: rtBufferBreach,
+  heapBreach: () => rtHeapBreach(), // allocations.js
   collectGarbage: rtCollectGarbage,
   elementSize: RT_ELEMENT_SIZE,
   limit: Infinity, // set from rtBufferLimit on first use (after the start command)
@@ -168,9 +169,10 @@ const rtWrapMethod = (function rtWrapMethod(object, key, apply) {
 });
 
 // Replaces the global constructor `original` with `wrapper`, a bound function of
-// `inner` (which then sees `new.target` as the program's subclass, or as `inner`).
-// (No program code has run yet: the descriptors read here are plain.)
-const rtWrapConstructor = (function rtWrapConstructor(original, inner) {
+// `inner` (which then sees `new.target` as the program's subclass, or as `inner`): on
+// `holder` (the global object by default, `null` for none), and as its prototype's
+// `constructor`. (No program code has run yet: the descriptors read here are plain.)
+const rtWrapConstructor = (function rtWrapConstructor(original, inner, holder) {
   const prototype = original.prototype;
   inner.prototype = prototype; // `instanceof` of a bound function asks its target
   rtObjectSetPrototypeOf(inner, rtObjectGetPrototypeOf(original)); // the bound one's, too
@@ -185,7 +187,7 @@ const rtWrapConstructor = (function rtWrapConstructor(original, inner) {
     }
   }
   rtDefine(prototype, "constructor", wrapper, true);
-  rtDefine(rtGlobal, original.name, wrapper, true);
+  if (holder !== null) rtDefine(holder === undefined ? rtGlobal : holder, original.name, wrapper, true);
 });
 
 // `new.target` is `inner` for `new Uint8Array(...)` itself: the original is then the

@@ -33,6 +33,7 @@ const {
   isArrayBuffer,
   newList,
   breach,
+  heapBreach,
   collectGarbage,
   elementSize,
   limit,
@@ -426,8 +427,24 @@ function fromText(target, thisArg, args, perChar) {
   return copy(target, thisArg, args, mathFloor(text.length * perChar));
 }
 
+// An object that holds memory outside the V8 heap which no ArrayBuffer accounts for
+// (the ICU objects behind `Intl`, see allocations.js): `bytes` (an estimate) counted
+// from now until V8 collects it, against the same budget as ArrayBuffers; over it, the
+// cell fails with the plain memory-limit message.
+function countObject(object, bytes) {
+  if (counted + bytes > limit) {
+    if (collectGarbage !== null) reflectApply(collectGarbage, undefined, []);
+    scan();
+    if (counted + bytes > limit) heapBreach();
+  }
+  counted += bytes;
+  track(object, bytes);
+  return object;
+}
+
 return {
   __proto__: null,
+  countObject,
   constructArrayBuffer,
   constructTypedArray,
   bufferSlice,

@@ -14,6 +14,7 @@
 //   commands.js     the host's commands, and rtRecv, their entry point
 //   install.js      what the prelude does once all that is defined
 //   buffers.js      ArrayBuffer accounting (its bulk, buffers_impl.js, compiled on use)
+//   allocations.js  size checks before built-ins that allocate in one call, Intl counting
 // A file uses only what the files before it define, or defines itself above the use;
 // a function may name a later file's function if it is only called once the prelude
 // has run (from the host's calls).
