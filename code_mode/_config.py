@@ -23,8 +23,12 @@ class RuntimeConfig:
     memory_limit_bytes: int = attrs.field(default=256 * MiB, validator=positive)
     """Memory limit per cell (default 256 MiB), applied twice: to the V8 heap, and
     separately to ArrayBuffer memory (the backing stores of typed arrays, which live
-    outside the heap). When a garbage collection finds the heap above it, the program is
-    stopped and the cell fails with
+    outside the heap) together with an estimate of the ICU memory of live ``Intl``
+    objects. V8's own heap limit is set at one and a half times it; when a garbage
+    collection finds the heap above the limit, or one built-in call would go over it
+    (a ``split``, a ``fill`` or ``Array.from`` of more than ``min(2**24, limit / 16)``
+    elements, a string longer than the limit, ``Function``/``eval`` source over 1/32 of
+    it, a ``RegExp`` pattern over 1/128), the program is stopped and the cell fails with
     ``exec cell exceeded its memory limit of <N> bytes (RuntimeConfig.memory_limit_bytes)``;
     when an allocation would take the live ArrayBuffers of the cell above it, the
     allocation is refused and the cell fails with the same text followed by
