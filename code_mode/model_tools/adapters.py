@@ -197,12 +197,13 @@ def openai_exec_tool(
     namespace_descriptions: Mapping[str, NamespaceDescription] | None = None,
     deferred: bool = False,
     grammar: bool = True,
+    push: bool = False,
 ) -> dict[str, Any]:
     """``exec`` as a Responses API custom (free-text) tool.
 
     With ``grammar=True`` the input is constrained by :data:`EXEC_LARK_GRAMMAR`;
     ``grammar=False`` sends ``{"type": "text"}`` for models or proxies without grammar
-    support."""
+    support. ``push``: see :func:`~.descriptions.exec_description`."""
     text_format: dict[str, Any] = (
         {"type": "grammar", "syntax": "lark", "definition": EXEC_LARK_GRAMMAR}
         if grammar
@@ -212,19 +213,20 @@ def openai_exec_tool(
         "type": "custom",
         "name": EXEC_TOOL_NAME,
         "description": exec_description(
-            tools, namespace_descriptions=namespace_descriptions, deferred=deferred
+            tools, namespace_descriptions=namespace_descriptions, deferred=deferred, push=push
         ),
         "format": text_format,
     }
 
 
-def openai_wait_tool() -> dict[str, Any]:
+def openai_wait_tool(*, push: bool = False, idle_floor_ms: int | None = None) -> dict[str, Any]:
     """``wait`` as a Responses API function tool (``strict: false``, because strict
-    mode would force every optional argument to be present)."""
+    mode would force every optional argument to be present). ``push`` and
+    ``idle_floor_ms``: see :func:`~.descriptions.wait_description`."""
     return {
         "type": "function",
         "name": WAIT_TOOL_NAME,
-        "description": wait_description(),
+        "description": wait_description(push=push, idle_floor_ms=idle_floor_ms),
         "parameters": wait_parameters(),
         "strict": False,
     }
@@ -288,6 +290,7 @@ def _json_exec_tool(
     schema_key: str,
     namespace_descriptions: Mapping[str, NamespaceDescription] | None,
     deferred: bool,
+    push: bool,
 ) -> dict[str, Any]:
     """``exec`` for APIs without free-text tools: the source travels as ``code``; the
     APIs differ only in the name of the schema key."""
@@ -298,6 +301,7 @@ def _json_exec_tool(
             namespace_descriptions=namespace_descriptions,
             deferred=deferred,
             code_argument=EXEC_CODE_ARGUMENT,
+            push=push,
         ),
         schema_key: exec_json_parameters(),
     }
@@ -308,17 +312,18 @@ def anthropic_exec_tool(
     *,
     namespace_descriptions: Mapping[str, NamespaceDescription] | None = None,
     deferred: bool = False,
+    push: bool = False,
 ) -> dict[str, Any]:
     """``exec`` as an Anthropic tool taking ``{"code": string}`` (the API has no
     free-text tools); read the source back with :func:`exec_source_from_arguments`."""
-    return _json_exec_tool(tools, "input_schema", namespace_descriptions, deferred)
+    return _json_exec_tool(tools, "input_schema", namespace_descriptions, deferred, push)
 
 
-def anthropic_wait_tool() -> dict[str, Any]:
+def anthropic_wait_tool(*, push: bool = False, idle_floor_ms: int | None = None) -> dict[str, Any]:
     """``wait`` as an Anthropic tool."""
     return {
         "name": WAIT_TOOL_NAME,
-        "description": wait_description(),
+        "description": wait_description(push=push, idle_floor_ms=idle_floor_ms),
         "input_schema": wait_parameters(),
     }
 
@@ -371,16 +376,17 @@ def mcp_exec_tool(
     *,
     namespace_descriptions: Mapping[str, NamespaceDescription] | None = None,
     deferred: bool = False,
+    push: bool = False,
 ) -> dict[str, Any]:
     """``exec`` as an MCP tool definition taking ``{"code": string}``."""
-    return _json_exec_tool(tools, "inputSchema", namespace_descriptions, deferred)
+    return _json_exec_tool(tools, "inputSchema", namespace_descriptions, deferred, push)
 
 
-def mcp_wait_tool() -> dict[str, Any]:
+def mcp_wait_tool(*, push: bool = False, idle_floor_ms: int | None = None) -> dict[str, Any]:
     """``wait`` as an MCP tool definition."""
     return {
         "name": WAIT_TOOL_NAME,
-        "description": wait_description(),
+        "description": wait_description(push=push, idle_floor_ms=idle_floor_ms),
         "inputSchema": wait_parameters(),
     }
 
