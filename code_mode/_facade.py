@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import inspect
 import itertools
-import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
@@ -74,6 +73,7 @@ from .integrations.routing import NestedTool, ToolRouter
 from .model_tools.adapters import (
     EXEC_TOOL_NAME,
     WAIT_TOOL_NAME,
+    WaitArgumentsError,
     anthropic_exec_tool,
     anthropic_wait_tool,
     exec_source_from_call,
@@ -81,6 +81,7 @@ from .model_tools.adapters import (
     mcp_wait_tool,
     openai_exec_tool,
     openai_wait_tool,
+    wait_arguments_from_call,
     wait_parameters,
 )
 from .model_tools.descriptions import (
@@ -185,56 +186,6 @@ def resolve_yield_time_ms(requested_ms: int, max_yield_time_ms: int | None = Non
     if max_yield_time_ms is not None:
         resolved = min(resolved, max(0, max_yield_time_ms))
     return resolved
-
-
-class _WaitArgumentsError(ValueError):
-    pass
-
-
-def _wait_arguments(arguments: Mapping[str, Any] | str) -> tuple[str, int, int, bool]:
-    """Decode ``wait`` arguments (an object or its JSON text). Unknown keys are ignored;
-    a numeric ``cell_id`` is accepted as its decimal string."""
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except ValueError as error:  # a decode error, or an integer of 5000 digits
-            raise _WaitArgumentsError(f"failed to parse function arguments: {error}") from None
-    if not isinstance(arguments, Mapping):
-        raise _WaitArgumentsError("wait expects JSON arguments")
-    cell_id = arguments.get("cell_id")
-    if isinstance(cell_id, int) and not isinstance(cell_id, bool):
-        if cell_id.bit_length() > 64:  # no cell has such an id (and str() may refuse it)
-            raise _WaitArgumentsError("failed to parse function arguments: no such `cell_id`")
-        cell_id = str(cell_id)
-    if not isinstance(cell_id, str):
-        problem = "missing field `cell_id`" if cell_id is None else "`cell_id` must be a string"
-        raise _WaitArgumentsError(f"failed to parse function arguments: {problem}")
-
-    def integer(key: str, default: int) -> int:
-        value = arguments.get(key)
-        if value is None:
-            return default
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise _WaitArgumentsError(
-                f"failed to parse function arguments: `{key}` must be a non-negative integer"
-            )
-        return value
-
-    terminate = arguments.get("terminate", False)
-    if terminate is None:
-        terminate = False
-    if not isinstance(terminate, bool):
-        raise _WaitArgumentsError(
-            "failed to parse function arguments: `terminate` must be a boolean"
-        )
-    return (
-        cell_id,
-        integer("yield_time_ms", DEFAULT_YIELD_TIME_MS),
-        integer("max_tokens", DEFAULT_MAX_OUTPUT_TOKENS),
-        terminate,
-    )
 
 
 class _Delegate:
@@ -571,8 +522,8 @@ class CodeModeSession:
             self._check_entered()
             started_at = trio.current_time()
             try:
-                cell_id, yield_ms, max_tokens, terminate = _wait_arguments(arguments)
-            except _WaitArgumentsError as error:
+                cell_id, yield_ms, max_tokens, terminate = wait_arguments_from_call(arguments)
+            except WaitArgumentsError as error:
                 return self._format(str(error), started_at, "", DEFAULT_MAX_OUTPUT_TOKENS)
             return await self.wait(
                 cell_id, yield_time_ms=yield_ms, max_tokens=max_tokens, terminate=terminate

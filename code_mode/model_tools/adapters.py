@@ -34,7 +34,7 @@ from typing import Any, Final
 
 from .._types import Image, ImageDetail, OutputItem, ToolDefinition
 from .descriptions import NamespaceDescription, exec_description, wait_description
-from .pragma import ExecInputError
+from .pragma import DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_YIELD_TIME_MS, ExecInputError
 
 __all__ = [
     "ANTHROPIC_IMAGE_MEDIA_TYPES",
@@ -43,6 +43,7 @@ __all__ = [
     "EXEC_TOOL_NAME",
     "OPENAI_DEFAULT_IMAGE_DETAIL",
     "WAIT_TOOL_NAME",
+    "WaitArgumentsError",
     "anthropic_content",
     "anthropic_exec_tool",
     "anthropic_tool_result",
@@ -58,6 +59,7 @@ __all__ = [
     "openai_exec_tool",
     "openai_wait_output",
     "openai_wait_tool",
+    "wait_arguments_from_call",
     "wait_parameters",
 ]
 
@@ -186,6 +188,58 @@ def exec_source_from_call(arguments: Mapping[str, Any] | str) -> str:
         if isinstance(decoded, dict) and isinstance(decoded.get(EXEC_CODE_ARGUMENT), str):
             return exec_source_from_arguments(decoded)
     return arguments
+
+
+class WaitArgumentsError(ValueError):
+    """``wait`` arguments that cannot be served; the message is the failed result's."""
+
+
+def wait_arguments_from_call(arguments: Mapping[str, Any] | str) -> tuple[str, int, int, bool]:
+    """``wait`` arguments as any API delivers them (an object or its JSON text), as
+    ``(cell_id, yield_time_ms, max_tokens, terminate)``. Unknown keys are ignored; a
+    numeric ``cell_id`` is accepted as its decimal string. Raises
+    :class:`WaitArgumentsError` (``failed to parse function arguments: ...``)."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError as error:  # a decode error, or an integer of 5000 digits
+            raise WaitArgumentsError(f"failed to parse function arguments: {error}") from None
+    if not isinstance(arguments, Mapping):
+        raise WaitArgumentsError("wait expects JSON arguments")
+    cell_id = arguments.get("cell_id")
+    if isinstance(cell_id, int) and not isinstance(cell_id, bool):
+        if cell_id.bit_length() > 64:  # no cell has such an id (and str() may refuse it)
+            raise WaitArgumentsError("failed to parse function arguments: no such `cell_id`")
+        cell_id = str(cell_id)
+    if not isinstance(cell_id, str):
+        problem = "missing field `cell_id`" if cell_id is None else "`cell_id` must be a string"
+        raise WaitArgumentsError(f"failed to parse function arguments: {problem}")
+
+    def integer(key: str, default: int) -> int:
+        value = arguments.get(key)
+        if value is None:
+            return default
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise WaitArgumentsError(
+                f"failed to parse function arguments: `{key}` must be a non-negative integer"
+            )
+        return value
+
+    terminate = arguments.get("terminate", False)
+    if terminate is None:
+        terminate = False
+    if not isinstance(terminate, bool):
+        raise WaitArgumentsError(
+            "failed to parse function arguments: `terminate` must be a boolean"
+        )
+    return (
+        cell_id,
+        integer("yield_time_ms", DEFAULT_YIELD_TIME_MS),
+        integer("max_tokens", DEFAULT_MAX_OUTPUT_TOKENS),
+        terminate,
+    )
 
 
 # --- OpenAI Responses API ---------------------------------------------------------
