@@ -52,7 +52,7 @@ import trio
 
 from ._config import RuntimeConfig
 from ._engine import Engine
-from ._errors import CodeModeError, MissingCell
+from ._errors import CodeModeError
 from ._session_runtime import SessionRuntime
 from ._types import (
     CellEvent,
@@ -484,10 +484,9 @@ class CodeModeSession:
                 event = await self._runtime.observe(
                     cell, YieldAfter(seconds, idle_floor=self._idle_floor())
                 )
-        except MissingCell as error:
-            self._handed_back.pop(cell, None)
-            return self._format(str(error), started_at, cell_id, max_tokens)
-        except CodeModeError as error:  # busy observer, already terminating, shutdown
+        except CodeModeError as error:  # missing, busy observer, terminating, shutdown
+            # (A missing cell may be one whose push is on its way: its record stays
+            # for the push, which removes it.)
             return self._format(str(error), started_at, cell_id, max_tokens)
         self._note_result(cell, event)
         return self._format(event, started_at, cell_id, max_tokens)
@@ -576,7 +575,8 @@ class CodeModeSession:
         assert self._on_finished is not None
         record = self._handed_back.pop(cell_id, None)
         if record is None:  # pragma: no cover - the runtime pushes only after execute
-            return
+            now = trio.current_time()  # returned, and exec records the cell at once
+            record = _HandedBack("", DEFAULT_MAX_OUTPUT_TOKENS, now)
         items = format_result(
             completed,
             wall_time=max(0.0, trio.current_time() - record.last_result_at),

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 import trio
@@ -298,3 +299,33 @@ async def test_preempt_ends_a_wait_and_a_later_wait_gets_the_end() -> None:
             final = await cm.wait("1", yield_time_ms=600_000)
             assert status(final) == "Script completed"
             assert body(final) == [Text("end")]
+
+
+async def test_a_wait_between_the_runtime_push_and_the_callback_loses_nothing() -> None:
+    """The widest window: the runtime has chosen the push (the cell is gone), the
+    façade has not formatted it yet, and a wait comes in."""
+    gate = Gate()
+    pushes = Pushes()
+    cm = CodeModeSession([gate.tool], on_finished=pushes)
+    deliver = cm._pushed
+    chosen = trio.Event()
+    go_on = trio.Event()
+
+    async def held(cell_id: Any, completed: Any) -> None:
+        chosen.set()
+        await go_on.wait()
+        await deliver(cell_id, completed)
+
+    cm.runtime._on_finished = held  # the runtime's push, before the façade's formatting
+    with trio.fail_after(SAFETY):
+        async with cm:
+            await cm.exec(RUNNING + 'await tools.gate(); text("done");')
+            gate.opened.set()
+            await chosen.wait()
+            missing = await cm.wait("1")
+            assert "exec cell 1 not found" in missing[-1].text  # type: ignore[union-attr]
+            go_on.set()
+            await pushes.arrived.wait()
+    [finished] = pushes.received
+    assert (finished.cell_id, finished.call_id) == ("1", "exec-1")
+    assert body(finished.items) == [Text("done")]
