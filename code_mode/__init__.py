@@ -19,7 +19,7 @@ from ._errors import (
     RuntimeFailure,
     ShuttingDown,
 )
-from ._facade import CodeModeSession, NestedTool, Notification, is_error_result
+from ._facade import CellFinished, CodeModeSession, NestedTool, Notification, is_error_result
 from ._session_runtime import PendingEvent, SessionRuntime, StartedCell
 from ._types import (
     JSON,
@@ -52,6 +52,7 @@ __all__ = [
     "AlreadyTerminating",
     "BusyObserver",
     "CellEvent",
+    "CellFinished",
     "CellId",
     "CodeModeError",
     "CodeModeSession",

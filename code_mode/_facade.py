@@ -26,13 +26,22 @@ more gets one extra second of grace, so a nested tool finishing just after the
 deadline lands in the same result instead of costing the model a ``wait`` round trip;
 an optional ``max_yield_time_ms`` then caps it. Shorter requests are taken as given.
 
+Polling is what makes long programs expensive: each ``wait`` re-sends the whole
+conversation to the model. Three options remove it. ``on_finished`` *pushes*: when a
+program that was handed back as ``Script running`` ends while no ``exec``/``wait``
+observes it, the host gets the result a ``wait`` would have returned (once), and the
+tool descriptions and running results tell the model it need not poll, so it can end
+its turn. ``wait_idle_floor_ms`` makes a ``wait`` that finds nothing new hold on for
+output instead of returning empty-handed. :meth:`CodeModeSession.preempt` lets the host
+end an ``exec``/``wait`` in progress at once (the user typed something) while the
+program keeps running.
+
 """
 
 from __future__ import annotations
 
 import inspect
 import itertools
-import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
@@ -43,23 +52,28 @@ import trio
 
 from ._config import RuntimeConfig
 from ._engine import Engine
-from ._errors import CodeModeError, MissingCell
+from ._errors import CodeModeError
 from ._session_runtime import SessionRuntime
 from ._types import (
     CellEvent,
     CellId,
+    Completed,
     ExecuteRequest,
     OutputItem,
+    Pending,
+    Text,
     ToolDefinition,
     ToolKind,
     ToolName,
     YieldAfter,
+    Yielded,
 )
 from .integrations.python_tools import PythonTool, tool
 from .integrations.routing import NestedTool, ToolRouter
 from .model_tools.adapters import (
     EXEC_TOOL_NAME,
     WAIT_TOOL_NAME,
+    WaitArgumentsError,
     anthropic_exec_tool,
     anthropic_wait_tool,
     exec_source_from_call,
@@ -67,6 +81,7 @@ from .model_tools.adapters import (
     mcp_wait_tool,
     openai_exec_tool,
     openai_wait_tool,
+    wait_arguments_from_call,
     wait_parameters,
 )
 from .model_tools.descriptions import (
@@ -75,7 +90,7 @@ from .model_tools.descriptions import (
     exec_description,
     wait_description,
 )
-from .model_tools.formatting import format_result, is_error_result
+from .model_tools.formatting import format_result, is_error_result, push_preamble
 from .model_tools.pragma import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     DEFAULT_YIELD_TIME_MS,
@@ -88,6 +103,7 @@ from .model_tools.typescript import normalize_identifier
 __all__ = [
     "YIELD_GRACE_MS",
     "YIELD_GRACE_THRESHOLD_MS",
+    "CellFinished",
     "CodeModeSession",
     "NestedTool",
     "Notification",
@@ -119,6 +135,45 @@ NotifyCallback = Callable[[Notification], Awaitable[None] | None]
 """``on_notify``: a plain or an async function of a :class:`Notification`."""
 
 
+@attrs.frozen
+class CellFinished:
+    """A pushed result (``CodeModeSession(on_finished=...)``): the program in
+    ``cell_id``, started by the ``exec`` call ``call_id``, finished after it was handed
+    back as ``Script running``, and ``items`` is exactly what a ``wait`` would have
+    returned (``Script completed`` or ``Script failed``, its output since the previous
+    result, formatted to the budget of its ``exec``; the wall time counts from that
+    previous result)."""
+
+    cell_id: CellId
+    call_id: str
+    items: list[OutputItem]
+
+    @property
+    def is_error(self) -> bool:
+        """Whether the program failed (for the ``is_error`` flags of the APIs)."""
+        return is_error_result(self.items)
+
+    @property
+    def message_items(self) -> list[OutputItem]:
+        """``items`` behind one line naming the program, for a message that gives the
+        result to the model (a pushed result answers no tool call, and a ``Script
+        completed`` header does not say which program it was)."""
+        return [Text(push_preamble(self.cell_id)), *self.items]
+
+
+FinishedCallback = Callable[[CellFinished], Awaitable[None] | None]
+"""``on_finished``: a plain or an async function of a :class:`CellFinished`."""
+
+
+@attrs.define
+class _HandedBack:
+    """What the façade remembers of a cell it may still have to push."""
+
+    call_id: str
+    max_tokens: int
+    last_result_at: float
+
+
 def resolve_yield_time_ms(requested_ms: int, max_yield_time_ms: int | None = None) -> int:
     """When an ``exec``/``wait`` asking for ``requested_ms`` should yield: plus
     :data:`YIELD_GRACE_MS` if it is at least :data:`YIELD_GRACE_THRESHOLD_MS`, then
@@ -131,56 +186,6 @@ def resolve_yield_time_ms(requested_ms: int, max_yield_time_ms: int | None = Non
     if max_yield_time_ms is not None:
         resolved = min(resolved, max(0, max_yield_time_ms))
     return resolved
-
-
-class _WaitArgumentsError(ValueError):
-    pass
-
-
-def _wait_arguments(arguments: Mapping[str, Any] | str) -> tuple[str, int, int, bool]:
-    """Decode ``wait`` arguments (an object or its JSON text). Unknown keys are ignored;
-    a numeric ``cell_id`` is accepted as its decimal string."""
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except ValueError as error:  # a decode error, or an integer of 5000 digits
-            raise _WaitArgumentsError(f"failed to parse function arguments: {error}") from None
-    if not isinstance(arguments, Mapping):
-        raise _WaitArgumentsError("wait expects JSON arguments")
-    cell_id = arguments.get("cell_id")
-    if isinstance(cell_id, int) and not isinstance(cell_id, bool):
-        if cell_id.bit_length() > 64:  # no cell has such an id (and str() may refuse it)
-            raise _WaitArgumentsError("failed to parse function arguments: no such `cell_id`")
-        cell_id = str(cell_id)
-    if not isinstance(cell_id, str):
-        problem = "missing field `cell_id`" if cell_id is None else "`cell_id` must be a string"
-        raise _WaitArgumentsError(f"failed to parse function arguments: {problem}")
-
-    def integer(key: str, default: int) -> int:
-        value = arguments.get(key)
-        if value is None:
-            return default
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise _WaitArgumentsError(
-                f"failed to parse function arguments: `{key}` must be a non-negative integer"
-            )
-        return value
-
-    terminate = arguments.get("terminate", False)
-    if terminate is None:
-        terminate = False
-    if not isinstance(terminate, bool):
-        raise _WaitArgumentsError(
-            "failed to parse function arguments: `terminate` must be a boolean"
-        )
-    return (
-        cell_id,
-        integer("yield_time_ms", DEFAULT_YIELD_TIME_MS),
-        integer("max_tokens", DEFAULT_MAX_OUTPUT_TOKENS),
-        terminate,
-    )
 
 
 class _Delegate:
@@ -238,6 +243,26 @@ class CodeModeSession:
     ``engine``: where programs run (an :class:`~code_mode.Engine` shared with other
     sessions); by default the trio run's default engine for ``config.isolation``.
 
+    ``on_finished`` (off by default): push. A plain or async function that receives a
+    :class:`CellFinished` when a program handed back as ``Script running`` ends (it
+    completes, fails, or breaks a limit) while no ``exec``/``wait`` observes it; a
+    ``wait`` for it afterwards finds ``exec cell <id> not found``, as for any result
+    already returned. Each result reaches you once, by one path: the call observing the
+    program when it ends, ``wait(terminate=True)``, or this. Programs you end
+    (``terminate``, shutdown, leaving the block) are not pushed. With it, the ``exec``
+    and ``wait`` descriptions and every ``Script running`` result tell the model it
+    will be given the result, so it can end its turn instead of polling. It runs before
+    the program's cell is closed; keep it short (put the result on a memory channel
+    for your agent loop); a shutdown waits for one in progress, and what it raises is
+    logged.
+
+    ``wait_idle_floor_ms`` (off by default): a ``wait`` whose ``yield_time_ms`` passes
+    with nothing new output, while the program still runs, holds on until there is
+    output, the program ends, or this many milliseconds have passed since the ``wait``
+    began (capped by ``max_yield_time_ms``); its description says so. Each ``wait`` then
+    brings the model something, and a model that polls with short waits costs a turn
+    per floor rather than per ``yield_time_ms``.
+
     Leaving the ``async with`` block terminates every running program.
     """
 
@@ -251,7 +276,13 @@ class CodeModeSession:
         deferred: bool = False,
         max_yield_time_ms: int | None = None,
         engine: Engine | None = None,
+        on_finished: FinishedCallback | None = None,
+        wait_idle_floor_ms: int | None = None,
     ) -> None:
+        if wait_idle_floor_ms is not None and not (
+            isinstance(wait_idle_floor_ms, int) and wait_idle_floor_ms >= 0
+        ):
+            raise ValueError("wait_idle_floor_ms must be a non-negative integer or None")
         nested = _grouped([_as_nested_tool(candidate) for candidate in tools])
         by_name: dict[ToolName, NestedTool] = {}
         by_identifier: dict[str, str] = {}
@@ -280,8 +311,15 @@ class CodeModeSession:
         }
         self._deferred = deferred
         self._max_yield_time_ms = max_yield_time_ms
+        self._on_finished = on_finished
+        self._push = on_finished is not None
+        self._idle_floor_ms = wait_idle_floor_ms
+        self._handed_back: dict[CellId, _HandedBack] = {}
         self._runtime = SessionRuntime(
-            _Delegate(ToolRouter(nested), on_notify), config, engine=engine
+            _Delegate(ToolRouter(nested), on_notify),
+            config,
+            engine=engine,
+            on_finished=self._pushed if on_finished is not None else None,
         )
         self._call_ids = itertools.count(1)
         self._entered = False
@@ -326,6 +364,7 @@ class CodeModeSession:
                 self._definitions,
                 namespace_descriptions=self._namespaces,
                 deferred=self._deferred,
+                push=self._push,
             ),
             kind=ToolKind.FREEFORM,
         )
@@ -337,7 +376,7 @@ class CodeModeSession:
         return ToolDefinition(
             name=WAIT_TOOL_NAME,
             tool_name=ToolName(WAIT_TOOL_NAME),
-            description=wait_description(),
+            description=wait_description(push=self._push, idle_floor_ms=self._idle_floor_ms),
             kind=ToolKind.FUNCTION,
             input_schema=wait_parameters(),
         )
@@ -350,22 +389,32 @@ class CodeModeSession:
             namespace_descriptions=self._namespaces,
             deferred=self._deferred,
             grammar=grammar,
+            push=self._push,
         )
-        return [exec_tool, openai_wait_tool()]
+        return [exec_tool, openai_wait_tool(**self._wait_options())]
 
     def anthropic_tools(self) -> list[dict[str, Any]]:
         """``[exec, wait]`` for the Anthropic Messages API ``tools`` parameter."""
         exec_tool = anthropic_exec_tool(
-            self._definitions, namespace_descriptions=self._namespaces, deferred=self._deferred
+            self._definitions,
+            namespace_descriptions=self._namespaces,
+            deferred=self._deferred,
+            push=self._push,
         )
-        return [exec_tool, anthropic_wait_tool()]
+        return [exec_tool, anthropic_wait_tool(**self._wait_options())]
 
     def mcp_tools(self) -> list[dict[str, Any]]:
         """``[exec, wait]`` as MCP tool definitions (``tools/list``)."""
         exec_tool = mcp_exec_tool(
-            self._definitions, namespace_descriptions=self._namespaces, deferred=self._deferred
+            self._definitions,
+            namespace_descriptions=self._namespaces,
+            deferred=self._deferred,
+            push=self._push,
         )
-        return [exec_tool, mcp_wait_tool()]
+        return [exec_tool, mcp_wait_tool(**self._wait_options())]
+
+    def _wait_options(self) -> dict[str, Any]:
+        return {"push": self._push, "idle_floor_ms": self._idle_floor_ms}
 
     # -- calls ---------------------------------------------------------------------
 
@@ -402,9 +451,13 @@ class CodeModeSession:
         )
         try:
             started = await self._runtime.execute(request, mode)
-            event = await started.initial_event()
         except CodeModeError as error:
             return self._format(str(error), started_at, "", max_tokens)
+        if self._push:
+            # Before the first event: a push for this cell may come as soon as it is out.
+            self._handed_back[started.cell_id] = _HandedBack(call_id, max_tokens, started_at)
+        event = await started.initial_event()
+        self._note_result(started.cell_id, event)
         return self._format(event, started_at, started.cell_id, max_tokens)
 
     async def wait(
@@ -428,12 +481,24 @@ class CodeModeSession:
                 event = await self._runtime.terminate(cell)
             else:
                 seconds = resolve_yield_time_ms(yield_time_ms, self._max_yield_time_ms) / 1000
-                event = await self._runtime.observe(cell, YieldAfter(seconds))
-        except MissingCell as error:
+                event = await self._runtime.observe(
+                    cell, YieldAfter(seconds, idle_floor=self._idle_floor())
+                )
+        except CodeModeError as error:  # missing, busy observer, terminating, shutdown
+            # (A missing cell may be one whose push is on its way: its record stays
+            # for the push, which removes it.)
             return self._format(str(error), started_at, cell_id, max_tokens)
-        except CodeModeError as error:  # busy observer, already terminating, shutdown
-            return self._format(str(error), started_at, cell_id, max_tokens)
+        self._note_result(cell, event)
         return self._format(event, started_at, cell_id, max_tokens)
+
+    async def preempt(self, cell_id: str) -> bool:
+        """Make the ``exec`` or ``wait`` that is observing ``cell_id`` return now, with
+        the output so far and ``Script running with cell ID <id>``; the program keeps
+        running, and a later ``wait`` (or the push) gets its end. For a host whose user
+        typed something while the model waits on a program: the model's turn can end
+        at once. False, changing nothing, when no call is observing the program."""
+        self._check_entered()
+        return await self._runtime.preempt(CellId(cell_id))
 
     async def handle_call(
         self, name: str, arguments: Mapping[str, Any] | str, *, call_id: str | None = None
@@ -456,8 +521,8 @@ class CodeModeSession:
             self._check_entered()
             started_at = trio.current_time()
             try:
-                cell_id, yield_ms, max_tokens, terminate = _wait_arguments(arguments)
-            except _WaitArgumentsError as error:
+                cell_id, yield_ms, max_tokens, terminate = wait_arguments_from_call(arguments)
+            except WaitArgumentsError as error:
                 return self._format(str(error), started_at, "", DEFAULT_MAX_OUTPUT_TOKENS)
             return await self.wait(
                 cell_id, yield_time_ms=yield_ms, max_tokens=max_tokens, terminate=terminate
@@ -471,16 +536,56 @@ class CodeModeSession:
         has to be left. Idempotent."""
         await self._runtime.shutdown()
 
-    @staticmethod
     def _format(
-        result: CellEvent | str, started_at: float, cell_id: str, max_tokens: int
+        self, result: CellEvent | str, started_at: float, cell_id: str, max_tokens: int
     ) -> list[OutputItem]:
         return format_result(
             result,
             wall_time=max(0.0, trio.current_time() - started_at),
             cell_id=cell_id,
             max_output_tokens=max_tokens,
+            push=self._push,
         )
+
+    # -- push ----------------------------------------------------------------------
+
+    def _idle_floor(self) -> float | None:
+        """The idle floor of a ``wait``, in seconds: as configured (no grace is added to
+        it), capped by ``max_yield_time_ms``."""
+        floor = self._idle_floor_ms
+        if floor is None:
+            return None
+        if self._max_yield_time_ms is not None:
+            floor = min(floor, max(0, self._max_yield_time_ms))
+        return floor / 1000
+
+    def _note_result(self, cell_id: CellId, event: CellEvent) -> None:
+        """An ``exec``/``wait`` of ``cell_id`` is returning ``event``: remember when, for
+        the wall time of a push, or forget a cell whose end its caller got."""
+        record = self._handed_back.get(cell_id)
+        if record is None:
+            return
+        if isinstance(event, Yielded | Pending):
+            record.last_result_at = trio.current_time()
+        else:
+            del self._handed_back[cell_id]
+
+    async def _pushed(self, cell_id: CellId, completed: Completed) -> None:
+        """The runtime's push: format it as the ``wait`` it replaces and hand it on."""
+        assert self._on_finished is not None
+        record = self._handed_back.pop(cell_id, None)
+        if record is None:  # pragma: no cover - the runtime pushes only after execute
+            now = trio.current_time()  # returned, and exec records the cell at once
+            record = _HandedBack("", DEFAULT_MAX_OUTPUT_TOKENS, now)
+        items = format_result(
+            completed,
+            wall_time=max(0.0, trio.current_time() - record.last_result_at),
+            cell_id=cell_id,
+            max_output_tokens=record.max_tokens,
+        )
+        outcome = self._on_finished(CellFinished(cell_id, record.call_id, items))
+        if inspect.isawaitable(outcome):
+            await outcome
 
 
 # `PythonTool` satisfies `NestedTool`; checked here so a change to either is caught.

@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Final
@@ -36,7 +37,7 @@ from ._config import RuntimeConfig
 from ._delegate import SessionRuntimeDelegate, describe_exception
 from ._engine import Engine, default_engine
 from ._errors import DuplicateCell, MissingCell, ShuttingDown
-from ._types import CellEvent, CellId, ExecuteRequest, ObserveMode
+from ._types import CellEvent, CellId, Completed, ExecuteRequest, ObserveMode
 
 logger = logging.getLogger("code_mode")
 
@@ -78,6 +79,19 @@ class SessionRuntime:
     ``engine``: where the isolates run (see :class:`~code_mode.Engine`); sessions share
     engines, and leaving a session leaves its engine running. Without one, the session
     borrows the current trio run's default engine for ``config.isolation``.
+
+    ``on_finished``: push. Called as ``await on_finished(cell_id, completed)`` when a
+    cell that was handed back to its caller still running (an observation of it ended
+    with ``Yielded`` or ``Pending``) completes, fails or breaks a limit while nothing
+    observes it: the ``Completed`` an observation would have received, which no
+    observation can receive any more (the cell is gone from then on). Each such cell's
+    end reaches the host exactly once: through the observation attached when it ends,
+    through ``terminate``, or through this callback. Cells you end yourself
+    (``terminate``, ``shutdown``, leaving the block) are never pushed. A push never
+    comes before ``execute`` has returned the cell's id. It runs in the cell's task,
+    before ``cell_closed``; a shutdown waits for it, leaving the block by an exception
+    cancels it, and what it raises is logged. Keep it short: hand the
+    result to your agent loop (a memory channel) rather than running the model in it.
     """
 
     def __init__(
@@ -86,8 +100,10 @@ class SessionRuntime:
         config: RuntimeConfig | None = None,
         *,
         engine: Engine | None = None,
+        on_finished: Callable[[CellId, Completed], Awaitable[None]] | None = None,
     ) -> None:
         self._delegate = delegate
+        self._on_finished = on_finished
         self._config = config if config is not None else RuntimeConfig()
         if engine is not None and self._config.isolation not in (None, engine.isolation):
             raise ValueError(
@@ -143,6 +159,7 @@ class SessionRuntime:
             commit_writes=self._commit_writes,
             close_cell=self._close_cell,
             forget_cell=self._forget_cell,
+            on_finished=self._on_finished,
         )
         self._alive = True
         return self
@@ -201,6 +218,7 @@ class SessionRuntime:
             # The isolate is created outside the lock: a worker that does not answer
             # holds up only this call, which its caller may cancel.
             await cell.wait_started()
+        cell.mark_known()
         return StartedCell(cell_id, observer=observer)
 
     async def _acquire_registry_lock(self) -> None:
@@ -242,6 +260,19 @@ class SessionRuntime:
         ``Terminated``, or the ``Completed`` of a cell that had already finished."""
         cell = await self._live_cell(cell_id)
         return await cell.request_terminate().wait()
+
+    async def preempt(self, cell_id: CellId) -> bool:
+        """End the observation of ``cell_id`` in progress now (the initial event of an
+        ``execute``, or an ``observe``): it resolves with ``Yielded`` and the output so
+        far, and the program keeps running (a later observation, or the push, gets
+        its end). For a host whose user typed something while the model waits on a
+        program. False, changing nothing, when nothing observes the cell (or there is
+        no such cell, or it is already ending)."""
+        try:
+            cell = await self._live_cell(cell_id)
+        except MissingCell:
+            return False
+        return cell.preempt()
 
     async def shutdown(self) -> None:
         """Close the session: admissions already queued on the registry lock are let

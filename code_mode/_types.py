@@ -30,9 +30,18 @@ class YieldAfter:
     The timer counts from the moment the isolate starts running the program (or from
     when the observation attaches, if the program is already running), so V8 start-up
     never eats into the window.
+
+    ``idle_floor`` (seconds, counted the same way; ``None`` for none) is for hosts whose
+    model should not come back for nothing: when ``seconds`` pass and the program has
+    output nothing new, the observation holds on until it outputs something (handed
+    over with whatever else it output in the same breath), ends, or ``idle_floor``
+    passes. A floor no longer than ``seconds`` changes nothing.
     """
 
     seconds: float = attrs.field(validator=non_negative)
+    idle_floor: float | None = attrs.field(
+        default=None, validator=attrs.validators.optional(non_negative), kw_only=True
+    )
 
 
 @attrs.frozen

@@ -2,6 +2,7 @@
 
 * :mod:`.cell` -- :class:`Cell`, the state machine (output buffer, observers, yield
   timer, program timers, completion, termination, teardown);
+* :mod:`.host` -- what a cell needs from its session, and its phases;
 * :mod:`.start` -- how a cell gets its isolate and starts its program;
 * :mod:`.in_flight` -- its tool calls and notifications, tasks of the session nursery;
 * :mod:`.one_shot` -- the slot an observer waits on, and the observer itself.

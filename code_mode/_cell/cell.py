@@ -24,25 +24,30 @@ Phases::
 A completion that nobody observes yet stays *buffered* in ``COMPLETED``; the next
 observation receives it, and ``terminate()`` *claims* it instead of terminating
 (natural completion wins).
+
+With a session that pushes (``CellHost.on_finished``), a completion that nobody
+observes of a cell that was *handed back* (an observer received a ``Yielded`` or
+``Pending`` of it, so its caller was told the program is still running) is pushed
+instead of buffered: the decision is taken synchronously, on the trio thread, at the
+moment the completion is settled with no observer attached, and the cell goes straight
+to ``CLOSED``. So exactly one of the two gets it, the observer attached at that moment
+or the push, and an observation or termination that comes later finds the cell gone
+(``MissingCell``). The cell task delivers the push after releasing its isolate and
+before its close path, so ``cell_closed`` follows the push.
 """
 
 from __future__ import annotations
 
-import enum
 import math
-from collections.abc import Awaitable, Callable
 
 import trio
 
-from .._config import RuntimeConfig
-from .._delegate import SessionRuntimeDelegate
 from .._engine import (
     BufferMemoryExceeded,
     EngineEvent,
     Finished,
     HeapMemoryExceeded,
     Isolate,
-    IsolateSource,
     Notify,
     Output,
     Started,
@@ -65,49 +70,12 @@ from .._types import (
     YieldAfter,
     Yielded,
 )
+from .host import ERROR_TRUNCATED_SUFFIX, CellHost, Phase, push_result, truncate_error
 from .in_flight import CellCallbacks
 from .one_shot import Observer, OneShot
 from .start import CellStart
 
-ERROR_TRUNCATED_SUFFIX = "\n[code mode error truncated]"
-
-
-class Phase(enum.Enum):
-    RUNNING = "running"
-    TERMINATING = "terminating"
-    COMPLETED = "completed"
-    CLAIMED = "claimed"
-    CLOSED = "closed"
-
-
-class CellHost:
-    """What a cell needs from its session (kept narrow on purpose)."""
-
-    def __init__(
-        self,
-        *,
-        nursery: trio.Nursery,
-        delegate: SessionRuntimeDelegate,
-        config: RuntimeConfig,
-        backend: IsolateSource,
-        commit_writes: Callable[[dict[str, str]], str | None],
-        close_cell: Callable[[CellId], Awaitable[None]],
-        forget_cell: Callable[[CellId], None],
-    ) -> None:
-        self.nursery = nursery
-        self.delegate = delegate
-        self.config = config
-        self.backend = backend
-        self.commit_writes = commit_writes
-        self.close_cell = close_cell
-        self.forget_cell = forget_cell
-
-
-def _truncate_error(text: str, limit: int) -> str:
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= limit:
-        return text
-    return data[:limit].decode("utf-8", "ignore") + ERROR_TRUNCATED_SUFFIX
+__all__ = ["ERROR_TRUNCATED_SUFFIX", "Cell", "CellHost", "Phase"]
 
 
 class Cell:
@@ -144,6 +112,9 @@ class Cell:
         self._accept_output = True
         self._terminate_requested = False
         self._completion: Completed | None = None
+        self._handed_back = False  # an observer got a Yielded or Pending of this cell
+        self._push: Completed | None = None  # the completion to push, once decided
+        self._known = trio.Event()  # ``execute`` has returned this cell's id
 
         self._timers: dict[int, float] = {}
         self._run_deadline = math.inf  # RuntimeConfig.max_cell_seconds, from the start
@@ -197,6 +168,11 @@ class Cell:
         must do it."""
         return self._start.now(stored_json)
 
+    def mark_known(self) -> None:
+        """``execute`` is returning this cell's id: from now on its caller can expect
+        a push for it (one is never delivered before)."""
+        self._known.set()
+
     def _on_started(self, isolate: Isolate) -> None:
         """The start command is on its way to an isolate that is created and idle, so
         the program starts now (give or take a thread wake-up): a yield window counts
@@ -240,12 +216,27 @@ class Cell:
         return observer
 
     def _arm(self, observer: Observer) -> None:
-        assert isinstance(observer.mode, YieldAfter)
-        if observer.mode.seconds <= 0:
-            self._resolve(Yielded(self._take_buffer()))
+        mode = observer.mode
+        assert isinstance(mode, YieldAfter)
+        now = trio.current_time()
+        if mode.idle_floor is not None and mode.idle_floor > mode.seconds:
+            observer.floor_deadline = now + mode.idle_floor
+        if mode.seconds <= 0:
+            self._yield_or_hold(observer)
             return
-        observer.deadline = trio.current_time() + observer.mode.seconds
+        observer.deadline = now + mode.seconds
         self._wake.set()
+
+    def _yield_or_hold(self, observer: Observer) -> None:
+        """``observer``'s yield time is up: hand over the output so far, or, with
+        nothing new to hand over and an idle floor still ahead, hold on until output,
+        the end, or the floor."""
+        if not self._buffer and observer.floor_deadline > trio.current_time():
+            observer.deadline = observer.floor_deadline
+            observer.holding = True
+            self._wake.set()
+            return
+        self._resolve(Yielded(self._take_buffer()))
 
     def _on_abandon(self, observer: OneShot[CellEvent]) -> None:
         if self._observer is observer:
@@ -287,6 +278,24 @@ class Cell:
             self.phase = Phase.CLOSED
         self._wake.set()
 
+    def preempt(self) -> bool:
+        """End the attached observation now with ``Yielded`` (the output so far); the
+        program keeps running. False, changing nothing, when no observation is
+        attached or the cell is already ending."""
+        observer = self._observer
+        if observer is None or self.phase is not Phase.RUNNING:
+            return False
+        if self._isolate is not None and self._finished is None and self._failure is None:
+            # As at a deadline: output the isolate keeps back belongs in this yield
+            # (and if it brings the program's end, the observer gets that instead).
+            self._isolate.collect_output()
+            if self._observer is not observer:
+                return True
+        items = (self._initial_yield or []) + self._take_buffer()
+        self._initial_yield = None
+        self._resolve(Yielded(items))
+        return True
+
     def _interrupt_now(self) -> None:
         """Stop the JavaScript at once, before the cell task runs the termination:
         V8 gets the interrupt one task switch earlier, and nothing the program does
@@ -306,6 +315,8 @@ class Cell:
         observer, self._observer = self._observer, None
         assert observer is not None
         observer.deliver(event)
+        if isinstance(event, Yielded | Pending):
+            self._handed_back = True
         self._wake.set()
 
     def _deliver_frontier(self) -> None:
@@ -325,10 +336,24 @@ class Cell:
         if isinstance(observer.mode, YieldAfter) and self._initial_yield is not None:
             items, self._initial_yield = self._initial_yield, None
             self._resolve(Yielded(items))
+            self._push_if_handed_back()
             return
         event = self._merged_completion()
         self.phase = Phase.CLOSED
         self._resolve(event)
+
+    def _push_if_handed_back(self) -> None:
+        """A buffered completion with no observer attached: push it instead, if this
+        session pushes and the cell's caller was told it is still running."""
+        if (
+            self._host.on_finished is not None
+            and self._handed_back
+            and self.phase is Phase.COMPLETED
+            and self._observer is None
+        ):
+            self._push = self._merged_completion()
+            self.phase = Phase.CLOSED
+            self._wake.set()
 
     # ------------------------------------------------------------------------------
     # EngineListener: what the isolate reports (synchronous, trio thread)
@@ -352,6 +377,11 @@ class Cell:
         if isinstance(event, Output):
             self._buffer.append(event.item)
             self._buffer_bytes += event.size
+            if self._observer is not None and self._observer.holding:
+                # Handed over at the cell task's next pass, with whatever else the
+                # program output in the same breath.
+                self._observer.deadline = trio.current_time()
+                self._wake.set()
             if self._buffer_bytes > self._config.max_output_bytes:
                 self._breach(
                     f"exec cell exceeded its limit of {self._config.max_output_bytes} "
@@ -465,7 +495,8 @@ class Cell:
 
     async def run(self, stored_json: str) -> None:
         """The cell's life, as a task of the session nursery: start the program with
-        ``stored_json`` (the session's values when it was admitted), run it, close."""
+        ``stored_json`` (the session's values when it was admitted), run it, release
+        its isolate, push its end if that is where it goes, close."""
         if not await self._start.run(stored_json):
             self._host.forget_cell(self.id)
             return
@@ -474,6 +505,15 @@ class Cell:
         finally:
             with trio.CancelScope(shield=True):
                 await self._teardown()
+            try:
+                if self._push is not None:
+                    # Never before ``execute`` returned the id (it always does for a
+                    # cell that started), so the host knows what the push is about.
+                    await self._known.wait()
+                    await push_result(self._host, self.id, self._push)
+            finally:
+                with trio.CancelScope(shield=True):
+                    await self._host.close_cell(self.id)
 
     async def _lifecycle(self) -> None:
         if self._start.error is not None:
@@ -523,7 +563,7 @@ class Cell:
                 return
             observer = self._observer
         if observer is not None and observer.deadline <= now:
-            self._resolve(Yielded(self._take_buffer()))
+            self._yield_or_hold(observer)
         due = sorted(
             (deadline, timer_id) for timer_id, deadline in self._timers.items() if deadline <= now
         )
@@ -575,11 +615,13 @@ class Cell:
             if storage_error is not None:
                 error_text = storage_error
         if error_text is not None:
-            error_text = _truncate_error(error_text, self._config.max_error_text_bytes)
+            error_text = truncate_error(error_text, self._config.max_error_text_bytes)
         self._completion = Completed(self._take_buffer(), error_text)
         self.phase = Phase.COMPLETED
         if self._observer is not None:
             self._deliver_completion(self._observer)
+        else:
+            self._push_if_handed_back()
 
     async def _terminate(self) -> None:
         """Interrupt the program, cancel callbacks, hand out ``Terminated``."""
@@ -611,7 +653,7 @@ class Cell:
 
     async def _teardown(self) -> None:
         """Runs shielded, whatever ended the task (including a session cancelled by
-        an exception): nothing of the cell survives it, and its close path runs."""
+        an exception): nothing of the cell survives it (its close path follows)."""
         if self.phase in (Phase.RUNNING, Phase.TERMINATING):
             if self._isolate is not None:
                 await self._isolate.terminate()
@@ -622,4 +664,3 @@ class Cell:
             self.phase = Phase.CLOSED
         if self._isolate is not None:
             await self._isolate.close()
-        await self._host.close_cell(self.id)

@@ -82,10 +82,16 @@ class OneShot(Generic[T]):
 
 
 class Observer(OneShot[CellEvent]):
-    """An attached observation: its mode and, for ``YieldAfter``, its deadline."""
+    """An attached observation: its mode and, for ``YieldAfter``, its deadline.
+
+    With an idle floor (``YieldAfter.idle_floor``), ``floor_deadline`` is when the
+    observation gives up holding for output; ``holding`` says it is doing so now (its
+    yield time passed with nothing new to hand over)."""
 
     def __init__(self, mode: ObserveMode, on_abandon: Callable[[OneShot[CellEvent]], None]):
         super().__init__(on_abandon)
         self.mode = mode
         self.deadline = math.inf
+        self.floor_deadline = -math.inf
+        self.holding = False
         self.initial = False

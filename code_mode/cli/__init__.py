@@ -3,6 +3,7 @@
     code-mode run examples/hello.js
     code-mode run --mcp-config servers.json prog.js      # plus MCP servers' tools
     code-mode mcp serve --tools pkg.module:tools [--mcp-config servers.json] [--http HOST:PORT]
+                        [--push]
     code-mode mcp serve --tools path/to/tools.py:TOOLS
 
 The cell gets a few harmless demo tools (``echo``, ``add``, ``sleep``, ``weather``) so a
@@ -81,6 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--mcp-config", type=Path, help="MCP servers whose tools programs call")
     serve.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP at /mcp")
+    serve.add_argument(
+        "--push",
+        action="store_true",
+        help="keep the result of a program that finishes after `Script running` as the "
+        "resource code-mode://cells/<id> and notify subscribed clients, so no one polls",
+    )
     return parser
 
 

@@ -65,7 +65,9 @@ async def _serve(args: argparse.Namespace, tools: list[Any]) -> bool:
             async with connect_mcp_servers(configs) as servers:
                 descriptions = dict(servers.namespace_descriptions)
                 server = CodeModeMcpServer(
-                    [*tools, *servers.tools], namespace_descriptions=descriptions
+                    [*tools, *servers.tools],
+                    namespace_descriptions=descriptions,
+                    push=bool(getattr(args, "push", False)),
                 )
                 if args.http is None:
                     await server.serve_stdio()
@@ -85,8 +87,9 @@ async def _serve(args: argparse.Namespace, tools: list[Any]) -> bool:
 def serve_main(args: argparse.Namespace) -> int:
     """``code-mode mcp serve``: ``args.tools`` (``pkg.module:attribute`` strings),
     ``args.mcp_config`` (a path or ``None``), ``args.http`` (``HOST:PORT`` or ``None``
-    for stdio). Returns the exit status; errors go to stderr, never stdout (stdout is
-    the MCP stream in stdio mode)."""
+    for stdio), ``args.push`` (serve pushed results: see :class:`CodeModeMcpServer`).
+    Returns the exit status; errors go to stderr, never stdout (stdout is the MCP
+    stream in stdio mode)."""
     try:
         tools = [tool for spec in args.tools or [] for tool in load_tools(spec)]
         if args.http is not None:

@@ -19,6 +19,12 @@ Results are ``CallToolResult``s: text, images as ``ImageContent``, ``isError: tr
 notification of the ``exec``/``wait`` request in flight when the client asked for
 progress, else as a log message (``notifications/message``, level ``info``), on the
 request's stream while one is in flight and on the session's stream otherwise.
+
+With ``push=True`` (``code-mode mcp serve --push``) the client need not poll with
+``wait``: a program handed back as ``Script running`` that then finishes has its result
+kept as the resource ``code-mode://cells/<id>``, and a client subscribed to it (or to
+``code-mode://cells``) is sent ``notifications/resources/updated``; it collects the
+result with ``resources/read`` or a ``wait`` (see :mod:`.pushed_results`).
 """
 
 from __future__ import annotations
@@ -43,9 +49,10 @@ from mcp.server.stdio import stdio_server
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._config import RuntimeConfig
-from .._facade import CodeModeSession, NestedTool, Notification, is_error_result
+from .._facade import CellFinished, CodeModeSession, NestedTool, Notification, is_error_result
 from ..model_tools.adapters import EXEC_TOOL_NAME, WAIT_TOOL_NAME, mcp_call_tool_result
 from ..model_tools.descriptions import NamespaceDescription
+from .pushed_results import PushedResults
 
 __all__ = [
     "DEFAULT_MAX_SESSIONS",
@@ -98,6 +105,7 @@ class _Entry:
         self.by_call: dict[str, _Listener] = {}
         self.by_cell: dict[str, _Listener] = {}
         self.standalone: ServerSession | None = None
+        self.results: PushedResults | None = None  # with push: results to collect
 
     async def notify(self, note: Notification) -> None:
         listener = self.by_cell.get(str(note.cell_id)) or self.by_call.get(note.call_id)
@@ -160,6 +168,10 @@ class _SessionPool:
             if entry.busy == 0 and self._idle_timeout is not None:
                 entry.idle_scope.deadline = trio.current_time() + self._idle_timeout
 
+    def peek(self, key: str) -> _Entry | None:
+        """The session of ``key`` if it is open (never opens one)."""
+        return self._entries.get(key)
+
     def close(self, key: str) -> None:
         """End the session of ``key``, if any: its cells are terminated."""
         entry = self._entries.pop(key, None)
@@ -204,6 +216,9 @@ class CodeModeMcpServer:
     ``namespace_descriptions``, ``deferred`` and ``max_yield_time_ms`` configure each
     session. ``session_idle_timeout`` (seconds, ``None`` for never) and
     ``max_sessions`` bound what clients can hold; see the module documentation.
+    ``push``: results of programs that finish after ``Script running`` are kept as
+    resources the client is notified of (and the tool descriptions tell the model it
+    will be given them); for clients that subscribe, see :mod:`.pushed_results`.
     """
 
     def __init__(
@@ -218,6 +233,7 @@ class CodeModeMcpServer:
         max_yield_time_ms: int | None = None,
         session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
+        push: bool = False,
     ) -> None:
         if max_sessions < 1:
             raise ValueError("max_sessions must be at least 1")
@@ -230,8 +246,11 @@ class CodeModeMcpServer:
             "deferred": deferred,
             "max_yield_time_ms": max_yield_time_ms,
         }
+        self._push = push
         # Never entered: it checks the tools now and describes them for tools/list.
-        self._prototype = CodeModeSession(self._tools, **self._session_options)
+        self._prototype = CodeModeSession(
+            self._tools, on_finished=_unused if push else None, **self._session_options
+        )
         self._listing = [types.Tool.model_validate(tool) for tool in self._prototype.mcp_tools()]
         self._idle_timeout = session_idle_timeout
         self._max_sessions = max_sessions
@@ -243,6 +262,10 @@ class CodeModeMcpServer:
             lifespan=self._lifespan,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
+            on_list_resources=self._list_resources if push else None,
+            on_read_resource=self._read_resource if push else None,
+            on_subscribe_resource=self._subscribe if push else None,
+            on_unsubscribe_resource=self._unsubscribe if push else None,
         )
         """The SDK's low-level server, for transports of your own: ``await
         server.server.run(read, write, server.server.create_initialization_options())``."""
@@ -309,7 +332,14 @@ class CodeModeMcpServer:
                 pool.close_all()
 
     def _open_session(self, entry: _Entry) -> CodeModeSession:
-        return CodeModeSession(self._tools, on_notify=entry.notify, **self._session_options)
+        if self._push:
+            entry.results = PushedResults()
+        return CodeModeSession(
+            self._tools,
+            on_notify=entry.notify,
+            on_finished=entry.results.on_finished if entry.results is not None else None,
+            **self._session_options,
+        )
 
     async def _list_tools(
         self, ctx: ServerRequestContext[_SessionPool], params: types.PaginatedRequestParams | None
@@ -332,6 +362,49 @@ class CodeModeMcpServer:
             )
         result = mcp_call_tool_result(items, is_error=is_error_result(items))
         return types.CallToolResult.model_validate(result)
+
+    # -- push: pushed results as resources --------------------------------------------
+
+    def _results(self, ctx: ServerRequestContext[_SessionPool]) -> PushedResults | None:
+        try:
+            entry = ctx.lifespan_context.peek(_session_key(ctx))
+        except _Refused as refusal:
+            raise MCPError(code=types.INVALID_REQUEST, message=str(refusal)) from None
+        return entry.results if entry is not None else None
+
+    async def _list_resources(
+        self, ctx: ServerRequestContext[_SessionPool], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        results = self._results(ctx)
+        return types.ListResourcesResult(resources=results.listing() if results else [])
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[_SessionPool], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        return (self._results(ctx) or PushedResults()).read(params.uri)
+
+    async def _subscribe(
+        self, ctx: ServerRequestContext[_SessionPool], params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
+        try:  # subscribing comes first, so it opens the session
+            async with ctx.lifespan_context.use(_session_key(ctx)) as entry:
+                assert entry.results is not None
+                entry.results.subscribe(params.uri, ctx.session)
+        except _Refused as refusal:
+            raise MCPError(code=types.INVALID_REQUEST, message=str(refusal)) from None
+        return types.EmptyResult()
+
+    async def _unsubscribe(
+        self, ctx: ServerRequestContext[_SessionPool], params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        results = self._results(ctx)
+        if results is not None:
+            results.unsubscribe(params.uri)
+        return types.EmptyResult()
+
+
+def _unused(finished: CellFinished) -> None:  # pragma: no cover - never entered
+    """The ``on_finished`` of the prototype session, which only describes the tools."""
 
 
 async def _serve_call(
@@ -357,6 +430,9 @@ async def _serve_call(
             del entry.by_call[call_id]
     cell = arguments.get("cell_id")
     cell_key = str(cell) if isinstance(cell, str | int) else None
+    pushed = entry.results.take(cell_key) if entry.results and cell_key is not None else None
+    if pushed is not None:  # finished and pushed: this wait collects it
+        return pushed
     if cell_key is not None:
         entry.by_cell[cell_key] = listener
     try:

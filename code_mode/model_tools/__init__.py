@@ -42,9 +42,11 @@ from .descriptions import (
 )
 from .formatting import (
     IMAGE_TOKEN_COST,
+    PUSH_RUNNING_NOTE,
     estimate_tokens,
     format_result,
     is_error_result,
+    push_preamble,
     result_status,
     result_succeeded,
     truncate_output,
@@ -70,6 +72,7 @@ __all__ = [
     "EXEC_TOOL_NAME",
     "IMAGE_TOKEN_COST",
     "MCP_TYPES_PREAMBLE",
+    "PUSH_RUNNING_NOTE",
     "WAIT_TOOL_NAME",
     "ExecArgumentsError",
     "ExecInput",
@@ -99,6 +102,7 @@ __all__ = [
     "openai_wait_output",
     "openai_wait_tool",
     "parse_exec_input",
+    "push_preamble",
     "render_schema",
     "result_status",
     "result_succeeded",

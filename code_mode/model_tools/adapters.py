@@ -34,7 +34,7 @@ from typing import Any, Final
 
 from .._types import Image, ImageDetail, OutputItem, ToolDefinition
 from .descriptions import NamespaceDescription, exec_description, wait_description
-from .pragma import ExecInputError
+from .pragma import DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_YIELD_TIME_MS, ExecInputError
 
 __all__ = [
     "ANTHROPIC_IMAGE_MEDIA_TYPES",
@@ -43,6 +43,7 @@ __all__ = [
     "EXEC_TOOL_NAME",
     "OPENAI_DEFAULT_IMAGE_DETAIL",
     "WAIT_TOOL_NAME",
+    "WaitArgumentsError",
     "anthropic_content",
     "anthropic_exec_tool",
     "anthropic_tool_result",
@@ -58,6 +59,7 @@ __all__ = [
     "openai_exec_tool",
     "openai_wait_output",
     "openai_wait_tool",
+    "wait_arguments_from_call",
     "wait_parameters",
 ]
 
@@ -188,6 +190,58 @@ def exec_source_from_call(arguments: Mapping[str, Any] | str) -> str:
     return arguments
 
 
+class WaitArgumentsError(ValueError):
+    """``wait`` arguments that cannot be served; the message is the failed result's."""
+
+
+def wait_arguments_from_call(arguments: Mapping[str, Any] | str) -> tuple[str, int, int, bool]:
+    """``wait`` arguments as any API delivers them (an object or its JSON text), as
+    ``(cell_id, yield_time_ms, max_tokens, terminate)``. Unknown keys are ignored; a
+    numeric ``cell_id`` is accepted as its decimal string. Raises
+    :class:`WaitArgumentsError` (``failed to parse function arguments: ...``)."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError as error:  # a decode error, or an integer of 5000 digits
+            raise WaitArgumentsError(f"failed to parse function arguments: {error}") from None
+    if not isinstance(arguments, Mapping):
+        raise WaitArgumentsError("wait expects JSON arguments")
+    cell_id = arguments.get("cell_id")
+    if isinstance(cell_id, int) and not isinstance(cell_id, bool):
+        if cell_id.bit_length() > 64:  # no cell has such an id (and str() may refuse it)
+            raise WaitArgumentsError("failed to parse function arguments: no such `cell_id`")
+        cell_id = str(cell_id)
+    if not isinstance(cell_id, str):
+        problem = "missing field `cell_id`" if cell_id is None else "`cell_id` must be a string"
+        raise WaitArgumentsError(f"failed to parse function arguments: {problem}")
+
+    def integer(key: str, default: int) -> int:
+        value = arguments.get(key)
+        if value is None:
+            return default
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise WaitArgumentsError(
+                f"failed to parse function arguments: `{key}` must be a non-negative integer"
+            )
+        return value
+
+    terminate = arguments.get("terminate", False)
+    if terminate is None:
+        terminate = False
+    if not isinstance(terminate, bool):
+        raise WaitArgumentsError(
+            "failed to parse function arguments: `terminate` must be a boolean"
+        )
+    return (
+        cell_id,
+        integer("yield_time_ms", DEFAULT_YIELD_TIME_MS),
+        integer("max_tokens", DEFAULT_MAX_OUTPUT_TOKENS),
+        terminate,
+    )
+
+
 # --- OpenAI Responses API ---------------------------------------------------------
 
 
@@ -197,12 +251,13 @@ def openai_exec_tool(
     namespace_descriptions: Mapping[str, NamespaceDescription] | None = None,
     deferred: bool = False,
     grammar: bool = True,
+    push: bool = False,
 ) -> dict[str, Any]:
     """``exec`` as a Responses API custom (free-text) tool.
 
     With ``grammar=True`` the input is constrained by :data:`EXEC_LARK_GRAMMAR`;
     ``grammar=False`` sends ``{"type": "text"}`` for models or proxies without grammar
-    support."""
+    support. ``push``: see :func:`~.descriptions.exec_description`."""
     text_format: dict[str, Any] = (
         {"type": "grammar", "syntax": "lark", "definition": EXEC_LARK_GRAMMAR}
         if grammar
@@ -212,19 +267,20 @@ def openai_exec_tool(
         "type": "custom",
         "name": EXEC_TOOL_NAME,
         "description": exec_description(
-            tools, namespace_descriptions=namespace_descriptions, deferred=deferred
+            tools, namespace_descriptions=namespace_descriptions, deferred=deferred, push=push
         ),
         "format": text_format,
     }
 
 
-def openai_wait_tool() -> dict[str, Any]:
+def openai_wait_tool(*, push: bool = False, idle_floor_ms: int | None = None) -> dict[str, Any]:
     """``wait`` as a Responses API function tool (``strict: false``, because strict
-    mode would force every optional argument to be present)."""
+    mode would force every optional argument to be present). ``push`` and
+    ``idle_floor_ms``: see :func:`~.descriptions.wait_description`."""
     return {
         "type": "function",
         "name": WAIT_TOOL_NAME,
-        "description": wait_description(),
+        "description": wait_description(push=push, idle_floor_ms=idle_floor_ms),
         "parameters": wait_parameters(),
         "strict": False,
     }
@@ -288,6 +344,7 @@ def _json_exec_tool(
     schema_key: str,
     namespace_descriptions: Mapping[str, NamespaceDescription] | None,
     deferred: bool,
+    push: bool,
 ) -> dict[str, Any]:
     """``exec`` for APIs without free-text tools: the source travels as ``code``; the
     APIs differ only in the name of the schema key."""
@@ -298,6 +355,7 @@ def _json_exec_tool(
             namespace_descriptions=namespace_descriptions,
             deferred=deferred,
             code_argument=EXEC_CODE_ARGUMENT,
+            push=push,
         ),
         schema_key: exec_json_parameters(),
     }
@@ -308,17 +366,18 @@ def anthropic_exec_tool(
     *,
     namespace_descriptions: Mapping[str, NamespaceDescription] | None = None,
     deferred: bool = False,
+    push: bool = False,
 ) -> dict[str, Any]:
     """``exec`` as an Anthropic tool taking ``{"code": string}`` (the API has no
     free-text tools); read the source back with :func:`exec_source_from_arguments`."""
-    return _json_exec_tool(tools, "input_schema", namespace_descriptions, deferred)
+    return _json_exec_tool(tools, "input_schema", namespace_descriptions, deferred, push)
 
 
-def anthropic_wait_tool() -> dict[str, Any]:
+def anthropic_wait_tool(*, push: bool = False, idle_floor_ms: int | None = None) -> dict[str, Any]:
     """``wait`` as an Anthropic tool."""
     return {
         "name": WAIT_TOOL_NAME,
-        "description": wait_description(),
+        "description": wait_description(push=push, idle_floor_ms=idle_floor_ms),
         "input_schema": wait_parameters(),
     }
 
@@ -371,16 +430,17 @@ def mcp_exec_tool(
     *,
     namespace_descriptions: Mapping[str, NamespaceDescription] | None = None,
     deferred: bool = False,
+    push: bool = False,
 ) -> dict[str, Any]:
     """``exec`` as an MCP tool definition taking ``{"code": string}``."""
-    return _json_exec_tool(tools, "inputSchema", namespace_descriptions, deferred)
+    return _json_exec_tool(tools, "inputSchema", namespace_descriptions, deferred, push)
 
 
-def mcp_wait_tool() -> dict[str, Any]:
+def mcp_wait_tool(*, push: bool = False, idle_floor_ms: int | None = None) -> dict[str, Any]:
     """``wait`` as an MCP tool definition."""
     return {
         "name": WAIT_TOOL_NAME,
-        "description": wait_description(),
+        "description": wait_description(push=push, idle_floor_ms=idle_floor_ms),
         "inputSchema": wait_parameters(),
     }
 

@@ -123,6 +123,7 @@ def exec_description(
     namespace_descriptions: Mapping[str, NamespaceDescription] | None = None,
     deferred: bool = False,
     code_argument: str | None = None,
+    push: bool = False,
 ) -> str:
     """The description of the ``exec`` tool for the given nested tools.
 
@@ -132,9 +133,11 @@ def exec_description(
     search ``ALL_TOOLS`` from inside a program and print only a few matches.
     ``code_argument`` is for hosts without freeform tools (Anthropic, MCP), where
     ``exec`` takes a JSON object: it names the string argument that carries the source,
-    and the input instructions are worded for that.
+    and the input instructions are worded for that. ``push=True`` is for hosts that
+    give the model a program's result when it finishes (``CodeModeSession(on_finished=
+    ...)``): the description then says so, instead of telling it to call ``wait``.
     """
-    parts = [_guide(code_argument)]
+    parts = [_guide(code_argument, push)]
     if deferred:
         parts.append(_deferred_guide(tools, namespace_descriptions or {}))
     if any(is_mcp_call_tool_result(tool.output_schema) for tool in tools):
@@ -144,11 +147,25 @@ def exec_description(
     return "\n\n".join(parts)
 
 
-def wait_description() -> str:
+def wait_description(*, push: bool = False, idle_floor_ms: int | None = None) -> str:
     """The description of the ``wait`` tool: when to use it and what its arguments and
     results mean. It names the exact status lines of a result, so that the model
-    connects ``Script running with cell ID <id>`` with calling ``wait``."""
-    return _WAIT
+    connects ``Script running with cell ID <id>`` with calling ``wait``.
+
+    ``push=True``: the host gives the model each program's result when it finishes,
+    so the description says that ``wait`` is not needed for it. ``idle_floor_ms``: the
+    host's idle floor (``CodeModeSession(wait_idle_floor_ms=...)``), which the
+    description explains. Without either, it is the reference text."""
+    if not push and idle_floor_ms is None:
+        return _WAIT
+    lines = _WAIT.split("\n")
+    if idle_floor_ms is not None:
+        at = lines.index(next(line for line in lines if line.startswith("- `yield_time_ms`")))
+        lines.insert(at + 1, _IDLE_FLOOR.format(seconds=f"{idle_floor_ms / 1000:g}"))
+    if push:
+        lines.insert(1, _WAIT_PUSH)
+        lines = [line.replace(_WAIT_AGAIN, _WAIT_AGAIN_PUSH) for line in lines]
+    return "\n".join(lines)
 
 
 _RAW_INPUT: Final = (
@@ -171,7 +188,7 @@ Input:
 (both fields optional).
   - `yield_time_ms` (default 10000): if the program is still running after this many \
 milliseconds, `exec` returns the output so far with `Script running with cell ID <id>`. \
-The program keeps running; call `wait` with that id for more.
+{running_rule}
   - `max_output_tokens` (default 10000): the output token budget; longer output is cut \
 in the middle.
 
@@ -225,6 +242,24 @@ text(hits.slice(0, 5).map(t => `${{t.name}}: ${{t.description}}`).join("\\n\\n")
 ```
 Then call what you found as `await tools.<name>(...)`."""
 
+_RUNNING: Final = "The program keeps running; call `wait` with that id for more."
+_RUNNING_PUSH: Final = (
+    "The program keeps running, and you will be given its result when it finishes: end "
+    "your turn or do other work meanwhile instead of calling `wait` to poll for it "
+    "(`wait` with that id shows its output sooner, or stops it)."
+)
+
+_WAIT_PUSH: Final = (
+    "- You do not need `wait` to get a program's result: you will be given it when the "
+    "program finishes. Use `wait` only to see its output sooner, or to stop it."
+)
+_WAIT_AGAIN: Final = "(call `wait` again)"
+_WAIT_AGAIN_PUSH: Final = "(its result still comes to you when it finishes)"
+_IDLE_FLOOR: Final = (
+    "- If the program has output nothing new by then, `wait` holds on until it does, "
+    "until it ends, or for up to {seconds} seconds in all."
+)
+
 _WAIT: Final = """\
 Continue, or stop, an `exec` program that is still running.
 - Use it only after a result said `Script running with cell ID <id>`.
@@ -241,9 +276,9 @@ then either `Script running with cell ID <id>` again (call `wait` again) or the 
 (`exec cell <id> not found`)."""
 
 
-def _guide(code_argument: str | None) -> str:
+def _guide(code_argument: str | None, push: bool) -> str:
     rule = _RAW_INPUT if code_argument is None else _JSON_INPUT.format(argument=code_argument)
-    return _GUIDE.format(input_rule=rule)
+    return _GUIDE.format(input_rule=rule, running_rule=_RUNNING_PUSH if push else _RUNNING)
 
 
 def _deferred_guide(

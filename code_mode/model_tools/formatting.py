@@ -59,9 +59,11 @@ from .pragma import DEFAULT_MAX_OUTPUT_TOKENS
 __all__ = [
     "FAILED",
     "IMAGE_TOKEN_COST",
+    "PUSH_RUNNING_NOTE",
     "estimate_tokens",
     "format_result",
     "is_error_result",
+    "push_preamble",
     "result_header",
     "result_status",
     "result_succeeded",
@@ -76,6 +78,22 @@ IMAGE_TOKEN_COST: Final = 765
 ``high`` detail (85 base + 4 tiles x 170): a typical screenshot or chart. The exact
 figure depends on the model and the image size, which the host cannot know here; what
 matters is that images count, and count as a whole."""
+
+
+PUSH_RUNNING_NOTE: Final = (
+    "The program is still running. You will be given its result when it finishes, so do "
+    "not call `wait` to poll for it: end your turn or carry on with other work. (`wait` "
+    "with this cell ID shows its output sooner; `terminate: true` stops it.)"
+)
+"""The last item of a ``Script running`` result when the host pushes results
+(``format_result(..., push=True)``): the header stays the reference's, which models
+know, and this tells the model what changes."""
+
+
+def push_preamble(cell_id: str) -> str:
+    """The line that introduces a pushed result in a message to the model: a
+    ``Script completed`` header does not say which program it was."""
+    return f"The program in cell {well_formed(cell_id)} has finished; its result follows.\n"
 
 
 def well_formed(text: str) -> str:
@@ -145,6 +163,7 @@ def format_result(
     wall_time: float,
     cell_id: str,
     max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+    push: bool = False,
 ) -> list[OutputItem]:
     """Format an ``exec`` or ``wait`` result as the content items to give the model.
 
@@ -160,6 +179,10 @@ def format_result(
     as part of the tail), then the output is cut to the budget
     (:func:`truncate_output`), then the header item is put in front (it is never cut).
     An empty ``error_text`` still counts as a failure: ``None`` is the only success.
+
+    ``push=True`` (the host gives the model a program's result when it finishes): a
+    running result ends with :data:`PUSH_RUNNING_NOTE`, after the output and outside
+    its budget, so the model knows it need not poll.
     """
     items: list[OutputItem] = [] if isinstance(result, str) else list(result.content_items)
     items = [Text(well_formed(item.text)) if isinstance(item, Text) else item for item in items]
@@ -172,7 +195,10 @@ def format_result(
     if error_text is not None:
         items.append(Text(f"Script error:\n{error_text}"))
     header = Text(result_header(result_status(result, cell_id), wall_time))
-    return [header, *truncate_output(items, max_output_tokens)]
+    formatted = [header, *truncate_output(items, max_output_tokens)]
+    if push and isinstance(result, Yielded | Pending):
+        formatted.append(Text(PUSH_RUNNING_NOTE))
+    return formatted
 
 
 def truncate_output(items: Sequence[OutputItem], max_tokens: int) -> list[OutputItem]:

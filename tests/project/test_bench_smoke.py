@@ -191,3 +191,18 @@ def test_peers_table_has_our_sides_and_names_the_missing_peers(tmp_path: Path) -
     assert "skipped pydantic-monty" in completed.stdout
     assert "skipped isolated-vm" in completed.stdout
     assert '"pku"' in completed.stdout.splitlines()[0]
+
+
+def test_polling_benchmark_counts_turns_and_bytes() -> None:
+    """P1 (``bench/polling.py``) on a short program: structure and the ordering only."""
+    from bench.polling import STRATEGIES, format_table, measure
+
+    tallies = measure(20.0, quiet=True)
+    assert [tally.strategy for tally in tallies] == list(STRATEGIES)
+    polling, floor, push = tallies
+    assert all(tally.answer == "answer: 42" for tally in tallies)
+    assert push.turns == 3 and push.waits == 0  # exec, the turn's end, the answer
+    assert polling.turns > floor.turns >= push.turns
+    assert polling.waits == polling.turns - 2  # every turn between exec and answer
+    assert polling.conversation_bytes > max(floor.conversation_bytes, push.conversation_bytes)
+    assert "| push | 3 | 0 (0) |" in format_table(tallies)

@@ -41,6 +41,36 @@ def test_agent_loop_example(capsys: pytest.CaptureFixture[str]) -> None:
         position = found
 
 
+def test_agent_loop_push_example_ends_the_turn_and_resumes_on_the_push(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    namespace = runpy.run_path(str(EXAMPLES / "agent_loop_push.py"))
+
+    async def run() -> str:
+        with trio.fail_after(SAFETY):
+            return str(await namespace["main"]())
+
+    answer = trio.run(run)
+    output = capsys.readouterr().out
+    assert answer == "Done: checkout had 17 errors yesterday."
+    steps = [
+        "user: How many errors did checkout have",
+        "model -> exec:\n// @exec:",
+        "exec result:\nScript running with cell ID 1\nWall time ",
+        "You will be given its result when it finishes",
+        "assistant: I'm counting the errors",  # the turn ends: no wait
+        "pushed (cell 1):\nScript completed\nWall time ",
+        "checkout had 17 errors yesterday",
+        "assistant: Done: checkout had 17 errors yesterday.",
+    ]
+    position = 0
+    for step in steps:
+        found = output.find(step, position)
+        assert found >= 0, f"missing or out of order: {step!r}\n{output}"
+        position = found
+    assert "model -> wait" not in output
+
+
 def test_hello_js_runs_with_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["run", str(EXAMPLES / "hello.js")]) == 0
     output = capsys.readouterr().out
