@@ -185,6 +185,27 @@ class SessionRuntime:
         """True from entering the block until shutdown or exit begins; never again."""
         return self._alive
 
+    @property
+    def cell_count(self) -> int:
+        """Cells not closed yet: running, finished with a final result nobody has
+        received yet, or closing. A server that is stopping waits for this to reach 0
+        (:meth:`wait_no_cells`), so that it loses no result."""
+        return self._cell_count
+
+    @property
+    def pending_results(self) -> int:
+        """Cells whose final result has yet to reach anyone: running, being terminated,
+        or finished with nobody observing them yet (closing cells are not counted)."""
+        return sum(
+            1
+            for entry in self._registry.values()
+            if isinstance(entry, Cell) and entry.result_pending
+        )
+
+    async def wait_no_cells(self) -> None:
+        """Return once :attr:`cell_count` is 0 (at once if it is)."""
+        await self._wait_cell_count(0)
+
     # -- operations ----------------------------------------------------------------
 
     async def execute(self, request: ExecuteRequest, initial_mode: ObserveMode) -> StartedCell:

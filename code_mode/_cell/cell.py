@@ -140,6 +140,12 @@ class Cell:
             self._phase_changed.set()
             self._phase_changed = trio.Event()
 
+    @property
+    def result_pending(self) -> bool:
+        """Whether the program's final result has yet to reach anyone: it runs, it is
+        being terminated, or it finished and nobody has observed that yet."""
+        return self._phase in (Phase.RUNNING, Phase.TERMINATING, Phase.COMPLETED)
+
     async def wait_for_phase(self, phase: Phase) -> None:
         """Wait until the cell is in ``phase`` (a seam for tests and tools)."""
         while self._phase is not phase:

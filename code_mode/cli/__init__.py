@@ -11,7 +11,8 @@ newcomer can see tool calls, yields and completion without writing any Python.
 
 Subcommands are added in :func:`build_parser`, one ``add_parser`` each; ``run`` is the
 first. Exit status: 0 when the program completed, 1 when it failed or was terminated,
-2 for a usage error, 124 when ``--timeout`` terminated it, 130 on Ctrl-C.
+2 for a usage error, 124 when ``--timeout`` terminated it, 130 on Ctrl-C. A server
+stopped by SIGTERM drains first (``docs/deploy.md``), then exits with 0.
 The MCP commands need the ``mcp`` extra (``code_mode.integrations.mcp``).
 """
 
@@ -88,7 +89,42 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep the result of a program that finishes after `Script running` as the "
         "resource code-mode://cells/<id> and notify subscribed clients, so no one polls",
     )
+    # The limits of one server process (ServerLimits; docs/deploy.md). Their defaults
+    # live there (this module must not import the MCP extra); the help repeats them.
+    limits = serve.add_argument_group("limits of this server process (see docs/deploy.md)")
+    limits.add_argument(
+        "--max-sessions",
+        type=int,
+        metavar="N",
+        help="code mode sessions open at once (default 64)",
+    )
+    limits.add_argument(
+        "--session-idle-timeout",
+        type=_seconds_or_never,
+        metavar="SECONDS",
+        help="close a session after this long without a request, terminating its "
+        "programs; `never` to keep sessions (default 1800)",
+    )
+    limits.add_argument(
+        "--max-request-body-bytes",
+        type=int,
+        metavar="N",
+        help="largest HTTP request body (default 4194304, 4 MiB)",
+    )
+    limits.add_argument(
+        "--drain-deadline",
+        type=float,
+        metavar="SECONDS",
+        help="on SIGTERM, how long running programs may take to finish before they are "
+        "terminated and the server exits (default 60)",
+    )
     return parser
+
+
+def _seconds_or_never(text: str) -> float | str:
+    if text == "never":
+        return text
+    return float(text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

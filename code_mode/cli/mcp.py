@@ -18,11 +18,11 @@ import trio
 
 from .._facade import NestedTool
 from ..integrations.mcp import McpConfigError, connect_mcp_servers, load_mcp_config
-from ..mcp_server import CodeModeMcpServer
+from ..mcp_server import CodeModeMcpServer, ServerLimits
 from .exit_status import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, is_interrupt
 from .tool_specs import load_tools
 
-__all__ = ["load_tools", "mcp_config_tools", "parse_http_address", "serve_main"]
+__all__ = ["load_tools", "mcp_config_tools", "parse_http_address", "serve_main", "server_limits"]
 
 
 def parse_http_address(address: str) -> tuple[str, int]:
@@ -42,25 +42,54 @@ async def mcp_config_tools(path: str | os.PathLike[str]) -> AsyncIterator[list[N
         yield list(servers.tools)
 
 
-async def _serve(args: argparse.Namespace, tools: list[Any]) -> bool:
-    """Serve until the client goes away (stdio) or Ctrl-C; ``True`` after Ctrl-C.
+def server_limits(args: argparse.Namespace) -> ServerLimits:
+    """The :class:`ServerLimits` of ``mcp serve``'s options (unset ones: defaults).
+    Raises ``ValueError`` naming a bad value."""
+    given: dict[str, Any] = {}
+    for name in ("max_sessions", "session_idle_timeout", "max_request_body_bytes"):
+        value = getattr(args, name, None)
+        if value is not None:
+            given[name] = None if value == "never" else value
+    if getattr(args, "drain_deadline", None) is not None:
+        given["drain_deadline"] = args.drain_deadline
+    return ServerLimits(**given)
+
+
+async def _serve(args: argparse.Namespace, tools: list[Any], limits: ServerLimits) -> bool:
+    """Serve until the client goes away (stdio), Ctrl-C or SIGTERM; ``True`` after
+    Ctrl-C.
 
     Ctrl-C is received as a signal and stops the server by cancellation, rather than
     as trio's ``KeyboardInterrupt``: that is raised in whatever task runs when the
     signal comes, and a task of the HTTP server may swallow it (hypercorn turns an
-    exception in a request handler into an error response)."""
+    exception in a request handler into an error response). SIGTERM, what a
+    supervisor sends to stop a server, drains it first (:meth:`~code_mode.mcp_server.
+    CodeModeMcpServer.drain`); a second SIGTERM, or Ctrl-C, stops it at once."""
     interrupted = False
+    server: CodeModeMcpServer | None = None
     async with trio.open_nursery() as nursery:
-        with trio.open_signal_receiver(signal.SIGINT) as signals:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
 
-            async def stop_on_ctrl_c() -> None:
+            async def drain_then_stop(server: CodeModeMcpServer) -> None:
+                deadline = server.limits.drain_deadline
+                _say(f"draining (SIGTERM): no new sessions; programs get up to {deadline:g} s")
+                await server.drain()
+                _say("drained; stopping")
+                nursery.cancel_scope.cancel()
+
+            async def on_signals() -> None:
                 nonlocal interrupted
-                async for _ in signals:
-                    interrupted = True
+                draining = False
+                async for signum in signals:
+                    if signum == signal.SIGTERM and server is not None and not draining:
+                        draining = True
+                        nursery.start_soon(drain_then_stop, server)
+                        continue
+                    interrupted = signum == signal.SIGINT
                     nursery.cancel_scope.cancel()
                     return
 
-            nursery.start_soon(stop_on_ctrl_c)
+            nursery.start_soon(on_signals)
             configs = load_mcp_config(args.mcp_config) if args.mcp_config is not None else []
             async with connect_mcp_servers(configs) as servers:
                 descriptions = dict(servers.namespace_descriptions)
@@ -68,33 +97,36 @@ async def _serve(args: argparse.Namespace, tools: list[Any]) -> bool:
                     [*tools, *servers.tools],
                     namespace_descriptions=descriptions,
                     push=bool(getattr(args, "push", False)),
+                    limits=limits,
                 )
                 if args.http is None:
                     await server.serve_stdio()
                 else:
                     host, port = parse_http_address(args.http)
                     url = await nursery.start(server.serve_http, host, port)
-                    print(
-                        f"code-mode: serving MCP (streamable HTTP) at {url}",
-                        file=sys.stderr,
-                        flush=True,
-                    )
+                    _say(f"serving MCP (streamable HTTP) at {url}")
                     await trio.sleep_forever()
             nursery.cancel_scope.cancel()  # the stdio client went away: stop listening
     return interrupted
 
 
+def _say(text: str) -> None:
+    """A line for the operator, on stderr (stdout is the MCP stream over stdio)."""
+    print(f"code-mode: {text}", file=sys.stderr, flush=True)
+
+
 def serve_main(args: argparse.Namespace) -> int:
     """``code-mode mcp serve``: ``args.tools`` (``pkg.module:attribute`` strings),
     ``args.mcp_config`` (a path or ``None``), ``args.http`` (``HOST:PORT`` or ``None``
-    for stdio), ``args.push`` (serve pushed results: see :class:`CodeModeMcpServer`).
-    Returns the exit status; errors go to stderr, never stdout (stdout is the MCP
-    stream in stdio mode)."""
+    for stdio), ``args.push`` (serve pushed results: see :class:`CodeModeMcpServer`),
+    the limits (:func:`server_limits`). Returns the exit status; errors go to stderr,
+    never stdout (stdout is the MCP stream in stdio mode)."""
     try:
         tools = [tool for spec in args.tools or [] for tool in load_tools(spec)]
         if args.http is not None:
             parse_http_address(args.http)
-        if trio.run(_serve, args, tools):
+        limits = server_limits(args)
+        if trio.run(_serve, args, tools, limits):
             return EXIT_INTERRUPTED
     except (ValueError, OSError, McpConfigError, TypeError) as error:
         print(f"code-mode: {error}", file=sys.stderr)

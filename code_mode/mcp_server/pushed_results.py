@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import attrs
 import mcp.types as types
+import trio
 from mcp import MCPError
 from mcp.server.session import ServerSession
 
@@ -59,6 +60,17 @@ class PushedResults:
     _ready: dict[str, list[OutputItem]] = attrs.Factory(dict)
     _subscribed: set[str] = attrs.Factory(set)
     _subscriber: ServerSession | None = None
+    _taken: trio.Event = attrs.Factory(trio.Event)
+
+    @property
+    def uncollected(self) -> int:
+        """Results pushed and not collected yet (a draining server waits for them)."""
+        return len(self._ready)
+
+    async def wait_collected(self) -> None:
+        """Return once every pushed result has been collected."""
+        while self._ready:
+            await self._taken.wait()
 
     async def on_finished(self, finished: CellFinished) -> None:
         """The session's ``on_finished``: keep the result, then tell a subscriber. The
@@ -76,7 +88,11 @@ class PushedResults:
 
     def take(self, cell_id: str) -> list[OutputItem] | None:
         """Collect the result of ``cell_id`` (a ``wait`` for it), if it was pushed."""
-        return self._ready.pop(cell_id, None)
+        items = self._ready.pop(cell_id, None)
+        if items is not None:
+            self._taken.set()
+            self._taken = trio.Event()
+        return items
 
     def subscribe(self, uri: str, session: ServerSession) -> None:
         if uri != CELLS_URI and _cell_id(uri) is None:

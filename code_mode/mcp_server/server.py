@@ -9,10 +9,16 @@
 Each MCP session gets its own :class:`~code_mode.CodeModeSession` (cells, stored
 values), opened on its first ``exec``/``wait`` and closed, with every cell still
 running, when the session ends: the client deletes it (HTTP ``DELETE``), it stays idle
-past ``session_idle_timeout``, the stdio client goes away, or the server stops. Over
-stdio there is one session (the client at the other end of the pipe); over HTTP the
-session is the transport's (``Mcp-Session-Id``), so stateless requests without one are
-refused with a result saying so.
+past ``ServerLimits.session_idle_timeout``, the stdio client goes away, the server
+drains, or the server stops. Over stdio there is one session (the client at the other
+end of the pipe); over HTTP the session is the transport's (``Mcp-Session-Id``), so
+stateless requests without one are refused with a result saying so.
+
+Over HTTP the server is made to run as one of several behind a load balancer
+(``docs/deploy.md``): :mod:`.http_front` answers health and readiness checks and
+refuses what the server cannot take (a closed session: 404; while draining or full, a
+new session: 503; a body too large: 413), and :meth:`CodeModeMcpServer.drain` stops it
+without losing a finished result.
 
 Results are ``CallToolResult``s: text, images as ``ImageContent``, ``isError: true`` for
 ``Script failed``. A program's ``notify(text)`` reaches the client as a progress
@@ -33,6 +39,7 @@ import importlib.metadata
 import itertools
 import logging
 import math
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Final
@@ -46,37 +53,41 @@ from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from .._config import RuntimeConfig
 from .._facade import CellFinished, CodeModeSession, NestedTool, Notification, is_error_result
+from .._types import Text
 from ..model_tools.adapters import EXEC_TOOL_NAME, WAIT_TOOL_NAME, mcp_call_tool_result
 from ..model_tools.descriptions import NamespaceDescription
+from .http_front import SESSION_HEADER, HttpFront
+from .limits import ServerLimits
 from .pushed_results import PushedResults
+from .refusals import (
+    DRAINED,
+    DRAINING,
+    NO_NEW_PROGRAMS,
+    deadline_text,
+    full_text,
+    idle_text,
+    terminated_text,
+)
 
-__all__ = [
-    "DEFAULT_MAX_SESSIONS",
-    "DEFAULT_SESSION_IDLE_TIMEOUT",
-    "MCP_HTTP_PATH",
-    "CodeModeMcpServer",
-]
+__all__ = ["MCP_HTTP_PATH", "CodeModeMcpServer"]
 
 logger = logging.getLogger("code_mode.mcp")
-
-DEFAULT_SESSION_IDLE_TIMEOUT: Final = 30 * 60.0
-"""Seconds an HTTP session may go without a request before it is closed with its
-cells (default 30 minutes, the SDK's)."""
-
-DEFAULT_MAX_SESSIONS: Final = 64
-"""Code mode sessions served at once (default 64): each one owns V8 isolates (and, in
-the default process isolation, worker processes), so this is far below the SDK's own
-limit on open HTTP sessions."""
 
 MCP_HTTP_PATH: Final = "/mcp"
 """Where :meth:`CodeModeMcpServer.serve_http` serves streamable HTTP."""
 
 _STDIO_KEY: Final = "stdio"
-_SESSION_HEADER: Final = "mcp-session-id"
+
+_REMEMBERED_CLOSED_SESSIONS: Final = 10_000
+"""Sessions closed by the server whose ids are remembered, to answer their requests
+404 with the reason (older ones get the SDK's own 404 once it has forgotten them)."""
+
+_RESPONSE_GRACE: Final = 5.0
+"""Seconds a drained server waits for the responses it is still sending."""
 
 
 class _Refused(Exception):
@@ -100,6 +111,9 @@ class _Entry:
         self.key = key
         self.session: CodeModeSession | None = None
         self.busy = 0
+        self.quiet = trio.Event()  # set while no exec/wait of the session is in flight
+        self.quiet.set()
+        self.closed_reason: str | None = None  # why the server closed it, if it did
         self.idle_scope = trio.CancelScope()
         self.call_ids = itertools.count(1)
         self.by_call: dict[str, _Listener] = {}
@@ -132,18 +146,33 @@ class _SessionPool:
         self,
         nursery: trio.Nursery,
         open_session: Callable[[_Entry], CodeModeSession],
-        idle_timeout: float | None,
-        max_sessions: int,
+        limits: ServerLimits,
     ) -> None:
         self._nursery = nursery
         self._open_session = open_session
-        self._idle_timeout = idle_timeout
-        self._max_sessions = max_sessions
+        self._idle_timeout = limits.session_idle_timeout
+        self._max_sessions = limits.max_sessions
         self._entries: dict[str, _Entry] = {}
+        self._closed: OrderedDict[str, str] = OrderedDict()
         self._lock = trio.Lock()
+        self.draining = False
+        """No session is opened any more (the server drains)."""
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def closed_reason(self, key: str) -> str | None:
+        """Why the server closed the session ``key``, if it did (recently)."""
+        return self._closed.get(key)
+
+    def is_live(self, key: str) -> bool:
+        """Whether the session ``key`` has a call in flight, a program whose final
+        result has not been received yet, or a pushed result not yet collected."""
+        entry = self._entries.get(key)
+        if entry is None or entry.session is None:
+            return False
+        pushed = entry.results is not None and entry.results.uncollected > 0
+        return entry.busy > 0 or entry.session.runtime.pending_results > 0 or pushed
 
     @asynccontextmanager
     async def use(self, key: str) -> AsyncIterator[_Entry]:
@@ -151,36 +180,74 @@ class _SessionPool:
         async with self._lock:  # one opening at a time: no two sessions for one key
             entry = self._entries.get(key)
             if entry is None:
+                if self.draining:
+                    raise _Refused(DRAINING)
                 if len(self._entries) >= self._max_sessions:
-                    raise _Refused(
-                        f"code mode serves at most {self._max_sessions} sessions at once; "
-                        "try again when one has ended"
-                    )
+                    raise _Refused(full_text(self._max_sessions))
                 entry = _Entry(key)
                 await self._nursery.start(self._run, entry)
                 self._entries[key] = entry
             entry.busy += 1
+            if entry.busy == 1:
+                entry.quiet = trio.Event()
             entry.idle_scope.deadline = math.inf
         try:
             yield entry
         finally:
             entry.busy -= 1
-            if entry.busy == 0 and self._idle_timeout is not None:
-                entry.idle_scope.deadline = trio.current_time() + self._idle_timeout
+            if entry.busy == 0:
+                entry.quiet.set()
+                if self._idle_timeout is not None:
+                    entry.idle_scope.deadline = trio.current_time() + self._idle_timeout
 
     def peek(self, key: str) -> _Entry | None:
         """The session of ``key`` if it is open (never opens one)."""
         return self._entries.get(key)
 
-    def close(self, key: str) -> None:
-        """End the session of ``key``, if any: its cells are terminated."""
+    def close(self, key: str, reason: str | None = None) -> None:
+        """End the session of ``key``, if any: its cells are terminated. With a
+        ``reason``, later requests of the session are refused with it (404)."""
+        if reason is not None:
+            self._remember(key, reason)
         entry = self._entries.pop(key, None)
         if entry is not None:
+            entry.closed_reason = reason
             entry.idle_scope.cancel()
 
-    def close_all(self) -> None:
+    def close_all(self, reason: str | None = None) -> None:
         for key in list(self._entries):
-            self.close(key)
+            self.close(key, reason)
+
+    async def settle(self) -> None:
+        """Close each session once it has no call in flight, no program whose final
+        result has not been received and no pushed result not yet collected; return
+        when all are closed. No session opens meanwhile (:attr:`draining`)."""
+        while self._entries:  # again for a session whose opening was under way
+            async with trio.open_nursery() as nursery:
+                for entry in list(self._entries.values()):
+                    nursery.start_soon(self._settle, entry)
+
+    async def _settle(self, entry: _Entry) -> None:
+        session = entry.session
+        assert session is not None  # set before the entry is in the pool
+        results = entry.results
+        while True:
+            if entry.busy:
+                await entry.quiet.wait()
+            elif session.runtime.cell_count:
+                await session.runtime.wait_no_cells()
+            elif results is not None and results.uncollected:
+                await results.wait_collected()
+            else:
+                break
+        if self._entries.get(entry.key) is entry:
+            self.close(entry.key, DRAINED)
+
+    def _remember(self, key: str, reason: str) -> None:
+        self._closed[key] = reason
+        self._closed.move_to_end(key)
+        while len(self._closed) > _REMEMBERED_CLOSED_SESSIONS:
+            self._closed.popitem(last=False)
 
     async def _run(self, entry: _Entry, *, task_status: trio.TaskStatus[None]) -> None:
         session = self._open_session(entry)
@@ -190,8 +257,12 @@ class _SessionPool:
                 task_status.started()
                 with entry.idle_scope:
                     await trio.sleep_forever()
+                # Neither closed by the server nor deleted (gone from the pool): idle.
+                if entry.closed_reason is None and self._entries.get(entry.key) is entry:
+                    entry.closed_reason = idle_text(self._idle_timeout)
+                    self._remember(entry.key, entry.closed_reason)
                 # Forgotten before its cells are terminated: a request arriving now
-                # gets a new session rather than one that is closing.
+                # is not served by a session that is closing.
                 self._forget(entry)
                 logger.debug("closing code mode session of MCP session %s", entry.key)
         except Exception:
@@ -214,11 +285,12 @@ class CodeModeMcpServer:
     :class:`~code_mode.integrations.mcp.McpTool`\\ s of connected servers...); they are
     shared by every session, so they must be safe to call concurrently. ``config``,
     ``namespace_descriptions``, ``deferred`` and ``max_yield_time_ms`` configure each
-    session. ``session_idle_timeout`` (seconds, ``None`` for never) and
-    ``max_sessions`` bound what clients can hold; see the module documentation.
-    ``push``: results of programs that finish after ``Script running`` are kept as
-    resources the client is notified of (and the tool descriptions tell the model it
-    will be given them); for clients that subscribe, see :mod:`.pushed_results`.
+    session. ``limits`` (:class:`~code_mode.mcp_server.ServerLimits`) bound what the
+    server takes on at once (sessions, their idle lifetime, request bodies) and how
+    long it drains; see the module documentation. ``push``: results of programs that
+    finish after ``Script running`` are kept as resources the client is notified of
+    (and the tool descriptions tell the model it will be given them); for clients that
+    subscribe, see :mod:`.pushed_results`.
     """
 
     def __init__(
@@ -231,14 +303,9 @@ class CodeModeMcpServer:
         namespace_descriptions: Mapping[str, NamespaceDescription | str] | None = None,
         deferred: bool = False,
         max_yield_time_ms: int | None = None,
-        session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
-        max_sessions: int = DEFAULT_MAX_SESSIONS,
         push: bool = False,
+        limits: ServerLimits | None = None,
     ) -> None:
-        if max_sessions < 1:
-            raise ValueError("max_sessions must be at least 1")
-        if session_idle_timeout is not None and not session_idle_timeout > 0:
-            raise ValueError("session_idle_timeout must be a positive number of seconds or None")
         self._tools = list(tools)
         self._session_options: dict[str, Any] = {
             "config": config,
@@ -252,9 +319,11 @@ class CodeModeMcpServer:
             self._tools, on_finished=_unused if push else None, **self._session_options
         )
         self._listing = [types.Tool.model_validate(tool) for tool in self._prototype.mcp_tools()]
-        self._idle_timeout = session_idle_timeout
-        self._max_sessions = max_sessions
+        self._limits = limits if limits is not None else ServerLimits()
         self._pool: _SessionPool | None = None
+        self._front: HttpFront | None = None
+        self._draining = False
+        self._past_deadline = False
         self.server: Server[_SessionPool] = Server(
             name,
             version=_version(),
@@ -275,6 +344,47 @@ class CodeModeMcpServer:
         """Code mode sessions open right now."""
         return len(self._pool) if self._pool is not None else 0
 
+    @property
+    def limits(self) -> ServerLimits:
+        """What this server takes on at once, and how long it drains."""
+        return self._limits
+
+    @property
+    def draining(self) -> bool:
+        """Whether :meth:`drain` has been called: the server takes no new session."""
+        return self._draining
+
+    async def drain(self) -> None:
+        """Stop the server's work without losing a finished result; then stop serving
+        (cancel :meth:`serve_http`) to exit.
+
+        From the call on, the readiness check fails and no new session is taken (a
+        request opening one is answered 503, so a balancer sends it elsewhere), and no
+        new program starts (``exec`` fails saying so). Each session is closed once it
+        has no call in flight and no result still to be received (a program's final
+        result, or a pushed one); its next request is answered 404 (start a new
+        session). Returns once every session is closed, or at
+        ``limits.drain_deadline``: then the programs still running are terminated, a
+        call waiting on one gets ``Script terminated`` and a text saying why. Before
+        returning it lets the responses in flight be sent (up to 5 seconds)."""
+        self._draining = True
+        pool = self._pool
+        if pool is not None:
+            pool.draining = True
+            deadline = self._limits.drain_deadline
+            with trio.move_on_after(deadline) as waiting:
+                await pool.settle()
+            if waiting.cancelled_caught:
+                logger.info(
+                    "drain deadline of %g s passed: terminating %d sessions", deadline, len(pool)
+                )
+                self._past_deadline = True
+                pool.close_all(deadline_text(deadline))
+        front = self._front
+        if front is not None:
+            with trio.move_on_after(_RESPONSE_GRACE):
+                await front.wait_quiet()
+
     # -- transports -----------------------------------------------------------------
 
     async def serve_stdio(self) -> None:
@@ -282,22 +392,21 @@ class CodeModeMcpServer:
         async with stdio_server() as (read, write):
             await self.server.run(read, write, self.server.create_initialization_options())
 
-    def http_app(self) -> ASGIApp:
-        """The streamable HTTP endpoint (at :data:`MCP_HTTP_PATH`) as an ASGI app, for
-        an ASGI server running on trio (its lifespan must run: it holds the sessions).
-        DNS rebinding protection is on for loopback hosts, as the SDK does."""
+    def http_app(self, host: str = "127.0.0.1") -> ASGIApp:
+        """The streamable HTTP endpoint (at :data:`MCP_HTTP_PATH`), with ``/healthz``
+        and ``/readyz`` beside it (:mod:`.http_front`), as an ASGI app for an ASGI server
+        running on trio (its lifespan must run: it holds the sessions). ``host`` is
+        the address served: DNS rebinding protection is on for loopback hosts, as the
+        SDK does, and off otherwise (behind a balancer, clients name the balancer)."""
         app = self.server.streamable_http_app(
-            streamable_http_path=MCP_HTTP_PATH, session_idle_timeout=self._idle_timeout
+            streamable_http_path=MCP_HTTP_PATH,
+            session_idle_timeout=self._limits.session_idle_timeout,
+            max_request_body_size=self._limits.max_request_body_bytes,
+            host=host,
         )
-
-        async def asgi(scope: Scope, receive: Receive, send: Send) -> None:
-            await app(scope, receive, send)
-            if scope["type"] == "http" and scope["method"] == "DELETE" and self._pool is not None:
-                key = _header(scope, _SESSION_HEADER)
-                if key is not None:
-                    self._pool.close(key)
-
-        return asgi
+        front = HttpFront(app, _Door(self), self._limits.max_request_body_bytes)
+        self._front = front
+        return front
 
     async def serve_http(
         self,
@@ -315,7 +424,8 @@ class CodeModeMcpServer:
         config.errorlog = logger
 
         async with trio.open_nursery() as nursery:
-            urls: list[str] = await nursery.start(_serve_hypercorn, self.http_app(), config)
+            app = self.http_app(host)
+            urls: list[str] = await nursery.start(_serve_hypercorn, app, config)
             task_status.started(urls[0].rstrip("/") + MCP_HTTP_PATH)
 
     # -- MCP handlers ---------------------------------------------------------------
@@ -323,7 +433,8 @@ class CodeModeMcpServer:
     @asynccontextmanager
     async def _lifespan(self, _server: Server[_SessionPool]) -> AsyncIterator[_SessionPool]:
         async with trio.open_nursery() as nursery:
-            pool = _SessionPool(nursery, self._open_session, self._idle_timeout, self._max_sessions)
+            pool = _SessionPool(nursery, self._open_session, self._limits)
+            pool.draining = self._draining
             self._pool = pool
             try:
                 yield pool
@@ -354,8 +465,12 @@ class CodeModeMcpServer:
         arguments = params.arguments if params.arguments is not None else {}
         try:
             key = _session_key(ctx)
+            if self._draining and params.name == EXEC_TOOL_NAME:
+                raise _Refused(NO_NEW_PROGRAMS)
             async with ctx.lifespan_context.use(key) as entry:
                 items = await _serve_call(entry, ctx, params.name, arguments)
+                if entry.closed_reason is not None and self._past_deadline:
+                    items = [*items, Text(terminated_text(self._limits.drain_deadline))]
         except _Refused as refusal:
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=str(refusal))], is_error=True
@@ -456,7 +571,7 @@ def _session_key(ctx: ServerRequestContext[_SessionPool]) -> str:
     if request is None:
         return _STDIO_KEY
     headers: Any = getattr(request, "headers", None)
-    key = headers.get(_SESSION_HEADER) if headers is not None else None
+    key = headers.get(SESSION_HEADER) if headers is not None else None
     if not isinstance(key, str) or not key:
         raise _Refused(
             "code mode needs a stateful MCP session: connect with the initialize handshake "
@@ -465,12 +580,35 @@ def _session_key(ctx: ServerRequestContext[_SessionPool]) -> str:
     return key
 
 
-def _header(scope: Scope, name: str) -> str | None:
-    wanted = name.encode("latin-1")
-    for key, value in scope.get("headers", []):
-        if key.lower() == wanted:
-            return bytes(value).decode("latin-1")
-    return None
+class _Door:
+    """What the HTTP front asks of the server (:class:`.http_front.SessionDoor`)."""
+
+    def __init__(self, server: CodeModeMcpServer) -> None:
+        self._server = server
+
+    def new_session_refusal(self) -> str | None:
+        server = self._server
+        if server.draining:
+            return DRAINING
+        if server.session_count >= server.limits.max_sessions:
+            return full_text(server.limits.max_sessions)
+        return None
+
+    def session_refusal(self, key: str) -> str | None:
+        pool = self._server._pool
+        if pool is None:
+            return None
+        reason = pool.closed_reason(key)
+        if reason is None and self._server.draining and not pool.is_live(key):
+            # Nothing of the session is left to finish: closed now, so that its client
+            # starts a new session (elsewhere) rather than a program here.
+            pool.close(key, DRAINED)
+            reason = DRAINED
+        return reason
+
+    def deleted(self, key: str) -> None:
+        if self._server._pool is not None:
+            self._server._pool.close(key)
 
 
 async def _serve_hypercorn(

@@ -21,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from code_mode import RuntimeConfig
 from code_mode.cli.exit_status import is_interrupt
 from code_mode.integrations.mcp import CodeModeMcpServer
+from code_mode.mcp_server import ServerLimits
 
 from ..mcp_support import (
     BLOCKED,
@@ -216,7 +217,7 @@ async def test_http_session_deleted_by_the_client_closes_its_cells() -> None:
 
 async def test_http_idle_session_is_closed() -> None:
     BLOCKED["idle"] = trio.Event()
-    server = CodeModeMcpServer([block], session_idle_timeout=0.5)
+    server = CodeModeMcpServer([block], limits=ServerLimits(session_idle_timeout=0.5))
     with trio.fail_after(SAFETY):
         async with http_server(server) as url, http_client(url) as session:
             code = '// @exec: {"yield_time_ms": 100}\nawait tools.block({name: "idle"})'

@@ -1,0 +1,102 @@
+"""Shared by the tests of the server's HTTP side: a server on 127.0.0.1, SDK clients,
+raw HTTP requests, and a tool a test opens like a gate."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+import httpx2
+import mcp.types as types
+import pytest
+import trio
+from mcp import ClientSession, MCPError
+from mcp.client.streamable_http import streamable_http_client
+
+from code_mode import tool
+from code_mode.mcp_server import CodeModeMcpServer
+
+GATES: dict[str, trio.Event] = {}
+"""Opened by a test; :func:`gate` waits for the one it names."""
+
+
+@tool
+async def gate(name: str) -> str:
+    """Wait until the test opens the gate ``name``."""
+    await GATES.setdefault(name, trio.Event()).wait()
+    return f"{name} open"
+
+
+def texts(result: types.CallToolResult) -> list[str]:
+    return [block.text for block in result.content if isinstance(block, types.TextContent)]
+
+
+@asynccontextmanager
+async def http_server(server: CodeModeMcpServer) -> AsyncIterator[str]:
+    """``server`` on 127.0.0.1 (any free port) for the block; yields its MCP URL."""
+    async with trio.open_nursery() as nursery:
+        url: str = await nursery.start(server.serve_http, "127.0.0.1", 0)
+        yield url
+        nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def http_client(url: str, **options: Any) -> AsyncIterator[ClientSession]:
+    """An initialized SDK client session over streamable HTTP."""
+    async with (
+        streamable_http_client(url) as (read, write),
+        ClientSession(read, write, **options) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def leaves(error: BaseException) -> Iterator[BaseException]:
+    """The exceptions in ``error``, exception groups opened."""
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            yield from leaves(inner)
+    else:
+        yield error
+
+
+@contextmanager
+def refused(pattern: str) -> Iterator[None]:
+    """The block raises an ``MCPError`` whose message matches ``pattern`` (alone, or in
+    the exception groups of the client's task groups, as leaving a client block does)."""
+    try:
+        yield
+    except BaseException as error:
+        if not any(
+            isinstance(leaf, MCPError) and re.search(pattern, str(leaf)) for leaf in leaves(error)
+        ):
+            raise
+    else:
+        pytest.fail(f"no MCPError matching {pattern!r}")
+
+
+async def exec_code(session: ClientSession, code: str) -> types.CallToolResult:
+    return await session.call_tool("exec", {"code": code})
+
+
+async def get(url: str, path: str) -> tuple[int, str]:
+    """``GET`` of ``path`` beside the MCP endpoint ``url``: (status, body)."""
+    async with httpx2.AsyncClient() as client:
+        response = await client.get(url.removesuffix("/mcp") + path)
+        return response.status_code, response.text
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+
+MCP_HEADERS = {"accept": "application/json, text/event-stream"}

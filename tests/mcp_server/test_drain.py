@@ -1,0 +1,160 @@
+"""Draining: a server told to stop (``drain()``, SIGTERM from the command line) takes
+no new session or program, loses no result a program finished, and terminates what is
+still running at its deadline with a result saying why."""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import subprocess
+
+import trio
+
+from code_mode._cell.cell import Phase
+from code_mode._types import CellId
+from code_mode.mcp_server import CodeModeMcpServer, ServerLimits
+
+from ..mcp_support import BLOCKED, SAFETY, block, serve_command
+from .http_support import GATES, exec_code, gate, get, http_client, http_server, refused, texts
+
+SHUTTING_DOWN = "this server is shutting down"
+
+
+async def completed(server: CodeModeMcpServer, cell_id: str) -> None:
+    """Until the server's only session holds the final result of ``cell_id``, which
+    nobody has received yet (the state a drain must not lose)."""
+    pool = server._pool
+    assert pool is not None
+    (entry,) = pool._entries.values()
+    assert entry.session is not None
+    cell = entry.session.runtime._cell(CellId(cell_id))
+    assert cell is not None
+    await cell.wait_for_phase(Phase.COMPLETED)
+
+
+async def test_drain_waits_for_every_result_and_refuses_new_work() -> None:
+    GATES["drain"] = trio.Event()
+    server = CodeModeMcpServer([gate])
+    drained = trio.Event()
+
+    async def drain() -> None:
+        await server.drain()
+        drained.set()
+
+    with trio.fail_after(SAFETY):
+        async with (
+            http_server(server) as url,
+            http_client(url) as busy,
+            http_client(url) as idle,
+            trio.open_nursery() as nursery,
+        ):
+            await exec_code(idle, 'store("k", 1)')
+            code = '// @exec: {"yield_time_ms": 0}\ntext(await tools.gate({name: "drain"}))'
+            started = await exec_code(busy, code)
+            assert texts(started)[0].startswith("Script running with cell ID 1")
+
+            nursery.start_soon(drain)
+            await trio.testing.wait_all_tasks_blocked()
+            assert server.draining
+            status, body = await get(url, "/readyz")
+            assert status == 503 and SHUTTING_DOWN in body
+            assert await get(url, "/healthz") == (200, "ok\n")
+            # No new session; an idle one is closed (404, so its client starts anew).
+            with refused(f"^{SHUTTING_DOWN} and takes no new sessions"):
+                async with http_client(url):
+                    pass
+            with refused(f"^Session not found: {SHUTTING_DOWN}"):
+                await exec_code(idle, 'text("more")')
+            # The busy session may not start a program, but keeps the one it runs.
+            another = await exec_code(busy, 'text("more")')
+            assert another.is_error and texts(another)[0].startswith(SHUTTING_DOWN)
+
+            GATES["drain"].set()
+            await completed(server, "1")  # finished, its result not received yet
+            await trio.testing.wait_all_tasks_blocked()
+            assert not drained.is_set()
+            finished = await busy.call_tool("wait", {"cell_id": "1"})
+            assert texts(finished)[0].startswith("Script completed")
+            assert texts(finished)[1:] == ["drain open"]
+            await drained.wait()
+            assert server.session_count == 0
+            with refused(f"^Session not found: {SHUTTING_DOWN}"):
+                await busy.call_tool("wait", {"cell_id": "1"})
+
+
+async def test_past_the_deadline_programs_are_terminated_with_a_clear_result() -> None:
+    BLOCKED["waited"] = trio.Event()
+    BLOCKED["left"] = trio.Event()
+    server = CodeModeMcpServer([block], limits=ServerLimits(drain_deadline=0.5))
+    code = '// @exec: {"yield_time_ms": 0}\nawait tools.block({name: "%s"})'
+    with trio.fail_after(SAFETY):
+        async with (
+            http_server(server) as url,
+            http_client(url) as waiting,
+            http_client(url) as away,
+        ):
+            assert texts(await exec_code(waiting, code % "waited"))[0].startswith("Script running")
+            assert texts(await exec_code(away, code % "left"))[0].startswith("Script running")
+            results = []
+
+            async def wait_long() -> None:
+                args = {"cell_id": "1", "yield_time_ms": 30000}
+                results.append(await waiting.call_tool("wait", args))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(wait_long)
+                await trio.testing.wait_all_tasks_blocked()
+                started = trio.current_time()
+                await server.drain()
+                assert trio.current_time() - started >= 0.5
+            assert BLOCKED["waited"].is_set() and BLOCKED["left"].is_set()
+            (result,) = results
+            assert texts(result)[0].startswith("Script terminated")
+            assert texts(result)[-1].startswith(
+                "This server is shutting down: its drain deadline of 0.5 s "
+                "(ServerLimits.drain_deadline) passed, so the program was terminated."
+            )
+            # The session nobody was waiting on is gone, and says why.
+            with refused(r"^Session not found: .*drain deadline of 0.5 s"):
+                await away.call_tool("wait", {"cell_id": "1"})
+
+
+async def test_sigterm_drains_then_exits_0() -> None:
+    command, args, env = serve_command("--http", "127.0.0.1:0", "--drain-deadline", "30")
+    args = ["-m", "code_mode", *args[2:]]  # `python -m code_mode`: the command itself
+    with trio.fail_after(SAFETY):
+        async with trio.open_nursery() as nursery:
+            process = await nursery.start(
+                functools.partial(
+                    trio.run_process,
+                    [command, *args],
+                    env={**os.environ, **env},
+                    stderr=subprocess.PIPE,
+                    check=False,
+                )
+            )
+            received = b""
+            while b"/mcp\n" not in received:
+                chunk = await process.stderr.receive_some()
+                assert chunk, f"the server ended: {received!r}"
+                received += chunk
+            url = received.decode().split(" at ")[-1].strip()
+            async with http_client(url) as session:
+                code = '// @exec: {"yield_time_ms": 0}\n'
+                code += "await new Promise(r => setTimeout(r, 500));\n"
+                code += "text(await tools.add({a: 2, b: 3}))"
+                started = await exec_code(session, code)
+                assert texts(started)[0].startswith("Script running with cell ID 1")
+                process.send_signal(signal.SIGTERM)
+                while b"draining (SIGTERM)" not in received:
+                    chunk = await process.stderr.receive_some()
+                    assert chunk, f"the server ended: {received!r}"
+                    received += chunk
+                assert (await get(url, "/readyz"))[0] == 503
+                finished = await session.call_tool("wait", {"cell_id": "1", "yield_time_ms": 20000})
+                assert texts(finished)[1:] == ["5"]
+            while chunk := await process.stderr.receive_some():
+                received += chunk
+        assert process.returncode == 0, received.decode(errors="replace")[-3000:]
+        assert b"drained; stopping" in received
