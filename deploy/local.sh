@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# deploy/local.sh N PORT [SERVE OPTIONS...]
+#
+# Runs code mode past one process on this machine: N `code-mode mcp serve --http`
+# servers on 127.0.0.1:PORT+1 ... 127.0.0.1:PORT+N and HAProxy (deploy/haproxy.cfg) on
+# 127.0.0.1:PORT, in the foreground. Point MCP clients at http://127.0.0.1:PORT/mcp.
+# SERVE OPTIONS go to every server (e.g. --tools pkg.module:tools --drain-deadline 30).
+#
+# Stopping: Ctrl-C (SIGINT) stops everything at once. SIGTERM stops gracefully: the
+# servers drain (no new sessions; running programs finish, up to their drain deadline)
+# while the balancer still routes to them, then the balancer stops.
+#
+# One line on stdout per process started, then `local.sh: ready` once every server
+# answers its readiness check and the balancer forwards; one line per process that
+# ends, with its exit status. A server that ends is not restarted (the others carry on,
+# as they would in production until the supervisor restarts it).
+#
+# Environment: CODE_MODE_PYTHON (the Python that has code-mode installed; default
+# python3), HAPROXY (default haproxy).
+set -euo pipefail
+
+usage() {
+    echo "usage: deploy/local.sh N PORT [code-mode mcp serve options...]" >&2
+    exit 2
+}
+[[ $# -ge 2 && $1 =~ ^[1-9][0-9]*$ && $2 =~ ^[1-9][0-9]*$ ]] || usage
+count=$1
+port=$2
+shift 2
+(( port + count <= 65535 )) || { echo "local.sh: PORT+N must be at most 65535" >&2; exit 2; }
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+python=${CODE_MODE_PYTHON:-python3}
+haproxy=${HAPROXY:-haproxy}
+if ! command -v "$haproxy" >/dev/null; then
+    echo "local.sh: haproxy not found: install it with \`apt-get install -y haproxy\`" >&2
+    exit 127
+fi
+
+run=$(mktemp -d "${TMPDIR:-/tmp}/code-mode-local.XXXXXX")
+declare -A names=()  # pid -> what it is
+server_pids=()
+haproxy_pid=""
+waiter=""
+stopping=""
+
+stop() {  # $1: INT (at once) or TERM (drain first)
+    if [[ -n $stopping ]]; then
+        # Only Ctrl-C during a drain changes anything: everything stops at once.
+        [[ $1 == INT && $stopping == TERM ]] || return 0
+        echo "local.sh: stopping at once (SIGINT)"
+    else
+        echo "local.sh: stopping (SIG$1)"
+    fi
+    stopping=$1
+    [[ -z $waiter ]] || kill "$waiter" 2>/dev/null || true
+    local pid
+    for pid in "${server_pids[@]}"; do
+        kill "-$1" "$pid" 2>/dev/null || true
+    done
+    # On SIGINT the balancer stops at once; on SIGTERM it stops once the servers
+    # have drained (below), so that clients can still reach their sessions.
+    if [[ $1 == INT && -n $haproxy_pid ]]; then
+        kill -INT "$haproxy_pid" 2>/dev/null || true
+    fi
+}
+trap 'stop INT' INT
+trap 'stop TERM' TERM
+cleanup() {
+    local pid
+    for pid in "${!names[@]}"; do
+        kill -KILL "$pid" 2>/dev/null || true
+    done
+    rm -rf "$run"
+}
+trap cleanup EXIT
+
+# The servers.
+for ((i = 1; i <= count; i++)); do
+    address=127.0.0.1:$((port + i))
+    "$python" -m code_mode mcp serve --http "$address" "$@" &
+    names[$!]="server $i"
+    server_pids+=("$!")
+    echo "local.sh: server $i pid $! at http://$address/mcp"
+done
+
+# Ready: a Python one-liner polls `/readyz` (through the balancer once it runs).
+wait_ready() {  # URL...
+    "$python" - "$@" <<'PY'
+import sys, time, urllib.request
+
+deadline = time.monotonic() + 120
+for url in sys.argv[1:]:
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    break
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            sys.exit(f"local.sh: {url} did not answer 200 within 120 s")
+        time.sleep(0.1)
+PY
+}
+urls=()
+for ((i = 1; i <= count; i++)); do
+    urls+=("http://127.0.0.1:$((port + i))/readyz")
+done
+wait_ready "${urls[@]}" &
+waiter=$!
+wait "$waiter" || { [[ -n $stopping ]] || stop INT; }
+
+# The balancer (once the servers answer, so that none starts out marked down): the
+# shared configuration with one server line per process.
+if [[ -z $stopping ]]; then
+    {
+        cat "$here/haproxy.cfg"
+        for ((i = 1; i <= count; i++)); do
+            echo "    server s$i 127.0.0.1:$((port + i))"
+        done
+    } >"$run/haproxy.cfg"
+    export CODE_MODE_BALANCER_BIND=127.0.0.1:$port
+    export CODE_MODE_BALANCER_STATS=$run/haproxy.sock
+    "$haproxy" -db -f "$run/haproxy.cfg" &
+    haproxy_pid=$!
+    names[$haproxy_pid]="balancer"
+    echo "local.sh: balancer pid $haproxy_pid at http://127.0.0.1:$port/mcp (admin socket $run/haproxy.sock)"
+    wait_ready "http://127.0.0.1:$port/readyz" &
+    waiter=$!
+    if wait "$waiter"; then
+        [[ -n $stopping ]] || echo "local.sh: ready"
+    else
+        [[ -n $stopping ]] || stop INT
+    fi
+fi
+
+# Report each process that ends; stop when the balancer does, or when all servers
+# have ended after a stop was asked for.
+status=0
+while ((${#names[@]} > 0)); do
+    ended=""
+    code=0
+    wait -n -p ended || code=$?
+    if [[ -z ${ended:-} || -z ${names[$ended]+x} ]]; then
+        continue  # interrupted by a signal (its trap ran), or a readiness poll ended
+    fi
+    echo "local.sh: ${names[$ended]} pid $ended exited with status $code"
+    unset "names[$ended]"
+    if [[ $ended == "$haproxy_pid" ]]; then
+        haproxy_pid=""
+        [[ -n $stopping ]] || status=1
+        stop "${stopping:-TERM}"
+    fi
+    if [[ -n $haproxy_pid ]]; then
+        remaining=0
+        for pid in "${server_pids[@]}"; do
+            [[ -n ${names[$pid]+x} ]] && remaining=$((remaining + 1))
+        done
+        if ((remaining == 0)) && [[ -n $stopping ]]; then
+            kill -USR1 "$haproxy_pid" 2>/dev/null || true  # HAProxy's graceful stop
+        fi
+    fi
+done
+exit "$status"

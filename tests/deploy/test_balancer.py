@@ -1,0 +1,161 @@
+"""Three servers behind HAProxy (``deploy/local.sh``), thirty SDK clients over
+streamable HTTP through it: sessions stick to the server that opened them, a server
+killed mid-run loses only its own sessions (their clients get MCP's 404 and start
+anew), and a server stopped with SIGTERM loses no result its programs finished.
+
+Loopback only; skipped, naming the install command, without ``haproxy``."""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+
+import trio
+
+from .agent import Agent
+from .cluster import Cluster, local_cluster
+
+SERVERS = 3
+CLIENTS = 30
+BOUND = 240.0  # seconds; a hang guard for a loaded two-core machine, not a measure
+
+
+def spread(agents: list[Agent]) -> collections.Counter[int | None]:
+    return collections.Counter(agent.sessions[0].pid for agent in agents)
+
+
+def report(cluster: Cluster, agents: list[Agent]) -> str:
+    wrong = [line for agent in agents for line in agent.wrong]
+    return f"wrong results: {wrong[:5]}\n--- local.sh:\n{cluster.output()}"
+
+
+class Crowd:
+    """Agents running at once; ``everyone_completed(n)`` waits until each has n
+    programs done."""
+
+    def __init__(self, agents: list[Agent]) -> None:
+        self.agents = agents
+        self._progress = trio.Event()
+
+    def progressed(self) -> None:
+        self._progress.set()
+        self._progress = trio.Event()
+
+    async def everyone_completed(self, count: int) -> None:
+        while any(agent.completed < count for agent in self.agents):
+            await self._progress.wait()
+
+
+async def test_thirty_clients_keep_their_sessions_on_their_servers() -> None:
+    programs = 3
+    async with local_cluster(SERVERS) as cluster:
+        agents = [Agent(f"c{i}", cluster.url, pause_ms=100) for i in range(CLIENTS)]
+        crowd = Crowd(agents)
+        with trio.fail_after(BOUND):
+            async with trio.open_nursery() as nursery:
+                for agent in agents:
+                    nursery.start_soon(
+                        agent.run, lambda a: a.completed >= programs, crowd.progressed
+                    )
+        assert not any(agent.wrong for agent in agents), report(cluster, agents)
+        assert not any(agent.lost for agent in agents), report(cluster, agents)
+        assert all(len(agent.sessions) == 1 for agent in agents)
+        assert all(agent.sessions[0].completed == programs for agent in agents)
+        # Every server got sessions (least connections: about a third each).
+        assert set(spread(agents)) == set(cluster.servers), spread(agents)
+        # Each program yielded (exec answered "running") and was resumed with `wait`.
+        assert all(min(agent.spans) >= 2 for agent in agents)
+
+
+async def test_a_killed_server_loses_only_its_own_sessions() -> None:
+    after = 2  # programs each client completes after the kill
+    async with local_cluster(SERVERS) as cluster:
+        agents = [Agent(f"c{i}", cluster.url, pause_ms=100) for i in range(CLIENTS)]
+        crowd = Crowd(agents)
+        target: dict[str, int] = {}
+
+        def done(agent: Agent) -> bool:
+            return agent.name in target and agent.completed >= target[agent.name]
+
+        with trio.fail_after(BOUND):
+            async with trio.open_nursery() as nursery:
+                for agent in agents:
+                    nursery.start_soon(agent.run, done, crowd.progressed)
+                await crowd.everyone_completed(1)
+                victim = agents[0].pid
+                assert victim in cluster.servers
+                os.kill(victim, signal.SIGKILL)  # mid-run: every client is in a program
+                killed_at = trio.current_time()
+                for agent in agents:
+                    target[agent.name] = agent.completed + after
+                crowd.progressed()
+            assert await cluster.exit_status(victim) == 128 + signal.SIGKILL
+
+        assert not any(agent.wrong for agent in agents), report(cluster, agents)
+        on_victim = [agent for agent in agents if agent.sessions[0].pid == victim]
+        others = [agent for agent in agents if agent.sessions[0].pid != victim]
+        assert on_victim and others, spread(agents)
+        for agent in others:  # unaffected: one session, never an error
+            assert agent.lost == [], (agent.name, agent.lost)
+            assert len(agent.sessions) == 1
+        for agent in on_victim:
+            # Its session ended once, with MCP's 404 for a session that is gone...
+            (lost,) = agent.lost
+            assert lost.then_404, lost
+            assert lost.at >= killed_at
+            # ...and a new one, on a live server, carried on (values start anew).
+            assert len(agent.sessions) == 2, agent.sessions
+            assert agent.sessions[1].pid not in (victim, None)
+            assert agent.sessions[1].completed >= 1
+
+
+async def test_a_draining_server_loses_no_finished_result() -> None:
+    after = 2
+    async with local_cluster(SERVERS) as cluster:
+        agents = [Agent(f"c{i}", cluster.url, steps=4, pause_ms=150) for i in range(CLIENTS)]
+        crowd = Crowd(agents)
+        target: dict[str, int] = {}
+
+        def done(agent: Agent) -> bool:
+            return agent.name in target and agent.completed >= target[agent.name]
+
+        newcomers = [Agent(f"new{i}", cluster.url) for i in range(5)]
+        with trio.fail_after(BOUND):
+            async with trio.open_nursery() as nursery:
+                for agent in agents:
+                    nursery.start_soon(agent.run, done, crowd.progressed)
+                await crowd.everyone_completed(1)
+                victim = agents[0].pid
+                assert victim in cluster.servers
+                os.kill(victim, signal.SIGTERM)
+                stopped_at = trio.current_time()
+                for agent in agents:
+                    target[agent.name] = agent.completed + after
+                crowd.progressed()
+                await cluster.wait_line("draining (SIGTERM)")
+                for agent in newcomers:  # new sessions, while the victim drains
+                    nursery.start_soon(agent.run, lambda a: a.completed >= 1, lambda: None)
+            # It drained and stopped by itself, with status 0.
+            assert await cluster.exit_status(victim) == 0
+
+        everyone = agents + newcomers
+        assert not any(agent.wrong for agent in everyone), report(cluster, everyone)
+        on_victim = [agent for agent in agents if agent.sessions[0].pid == victim]
+        others = [agent for agent in agents if agent.sessions[0].pid != victim]
+        assert on_victim and others, spread(agents)
+        for agent in others:
+            assert agent.lost == [], (agent.name, agent.lost)
+            assert len(agent.sessions) == 1
+        finished_while_draining = 0
+        for agent in on_victim:
+            # Every program it started there finished: the session ended only between
+            # programs (refused with 404, or told the server is shutting down).
+            assert agent.lost and not any(lost.mid_program for lost in agent.lost), agent.lost
+            first = agent.sessions[0]
+            finished_while_draining += sum(at > stopped_at for at in first.completed_at)
+            # New sessions went elsewhere.
+            assert all(record.pid != victim for record in agent.sessions[1:])
+            assert agent.sessions[-1].completed >= 1
+        assert finished_while_draining >= 1  # programs in flight at SIGTERM completed
+        assert all(agent.pid not in (victim, None) for agent in newcomers)
