@@ -48,7 +48,7 @@ class Lost:
     """A session that ended under the agent."""
 
     pid: int | None  # the server it was on, if a program had said
-    mid_program: bool  # a program had started and its final result never came
+    mid_program: bool  # it failed on a `wait`: a program had started, its result never came
     error: str
     then_404: bool  # the session's next request was answered 404
     at: float

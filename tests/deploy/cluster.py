@@ -63,6 +63,7 @@ class Cluster:
     servers: list[int] = attrs.Factory(list)  # pids, server 1 first
     balancer: int = 0
     exits: dict[int, int] = attrs.Factory(dict)
+    exited_at: dict[int, float] = attrs.Factory(dict)  # trio time of the report
     lines: list[str] = attrs.Factory(list)
     _changed: trio.Event = attrs.Factory(trio.Event)
 
@@ -70,7 +71,9 @@ class Cluster:
         self.lines.append(line)
         words = line.split()
         if line.startswith("local.sh: ") and "exited with status" in line:
-            self.exits[int(words[words.index("pid") + 1])] = int(words[-1])
+            pid = int(words[words.index("pid") + 1])
+            self.exits[pid] = int(words[-1])
+            self.exited_at[pid] = trio.current_time()
         elif line.startswith("local.sh: server ") and words[3] == "pid":
             self.servers.append(int(words[4]))
         elif line.startswith("local.sh: balancer pid"):

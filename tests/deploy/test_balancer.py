@@ -10,9 +10,13 @@ from __future__ import annotations
 import collections
 import os
 import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import trio
+from mcp import ClientSession
 
+from ..mcp_server.http_support import http_client, refused, texts
 from .agent import Agent
 from .cluster import Cluster, local_cluster
 
@@ -23,6 +27,18 @@ BOUND = 240.0  # seconds; a hang guard for a loaded two-core machine, not a meas
 
 def spread(agents: list[Agent]) -> collections.Counter[int | None]:
     return collections.Counter(agent.sessions[0].pid for agent in agents)
+
+
+def summary(title: str, agents: list[Agent], **facts: object) -> None:
+    """What the run did, for the record (``pytest -s`` shows it; docs/deploy.md
+    quotes it)."""
+    latencies = sorted(latency for agent in agents for latency in agent.latencies)
+    p50 = latencies[len(latencies) // 2] * 1e3
+    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1e3
+    programs = sum(agent.completed for agent in agents)
+    line = f"{title}: {len(agents)} clients, {programs} programs, {len(latencies)} requests, "
+    line += f"p50 {p50:.0f} ms, p99 {p99:.0f} ms"
+    print("\n" + ", ".join([line, *(f"{key} {value}" for key, value in facts.items())]))
 
 
 def report(cluster: Cluster, agents: list[Agent]) -> str:
@@ -66,6 +82,7 @@ async def test_thirty_clients_keep_their_sessions_on_their_servers() -> None:
         assert set(spread(agents)) == set(cluster.servers), spread(agents)
         # Each program yielded (exec answered "running") and was resumed with `wait`.
         assert all(min(agent.spans) >= 2 for agent in agents)
+        summary("sticky", agents, sessions_per_server=sorted(spread(agents).values()))
 
 
 async def test_a_killed_server_loses_only_its_own_sessions() -> None:
@@ -108,6 +125,14 @@ async def test_a_killed_server_loses_only_its_own_sessions() -> None:
             assert len(agent.sessions) == 2, agent.sessions
             assert agent.sessions[1].pid not in (victim, None)
             assert agent.sessions[1].completed >= 1
+        summary(
+            "SIGKILL",
+            agents,
+            sessions_lost=len(on_victim),
+            others_unaffected=len(others),
+            lost_mid_program=sum(lost.mid_program for a in on_victim for lost in a.lost),
+            slowest_404_after_kill_s=round(max(a.lost[0].at for a in on_victim) - killed_at, 2),
+        )
 
 
 async def test_a_draining_server_loses_no_finished_result() -> None:
@@ -159,3 +184,41 @@ async def test_a_draining_server_loses_no_finished_result() -> None:
             assert agent.sessions[-1].completed >= 1
         assert finished_while_draining >= 1  # programs in flight at SIGTERM completed
         assert all(agent.pid not in (victim, None) for agent in newcomers)
+        summary(
+            "SIGTERM",
+            everyone,
+            sessions_drained=len(on_victim),
+            finished_while_draining=finished_while_draining,
+            lost_mid_program=0,
+            newcomers_elsewhere=len(newcomers),
+            exited_after_s=round(cluster.exited_at[victim] - stopped_at, 2),
+        )
+
+
+async def test_when_every_server_is_full_a_new_session_is_told_so() -> None:
+    """A full server fails its readiness check; while one is still offered new
+    sessions it answers 503, which the balancer retries on another server; once none
+    can take one, the balancer's own 503 says so, in the JSON-RPC error a client shows."""
+
+    @asynccontextmanager
+    async def session_on_a_server(url: str) -> AsyncIterator[tuple[ClientSession, str]]:
+        async with http_client(url) as session:
+            result = await session.call_tool("exec", {"code": "text(await tools.whoami())"})
+            yield session, texts(result)[1]
+
+    async with local_cluster(2, "--max-sessions", "1") as cluster:
+        with trio.fail_after(BOUND):
+            async with (
+                session_on_a_server(cluster.url) as (_, first),
+                session_on_a_server(cluster.url) as (_, second),
+            ):
+                assert {int(first), int(second)} == set(cluster.servers)
+                await cluster.wait_line("Server code_mode/s1 is DOWN")
+                await cluster.wait_line("Server code_mode/s2 is DOWN")
+                with refused(r"^no code mode server can take a new session now"):
+                    async with http_client(cluster.url):
+                        pass
+            # The two sessions ended: their servers take new ones again.
+            await cluster.wait_line("Server code_mode/s1 is UP")
+            async with session_on_a_server(cluster.url) as (_, third):
+                assert int(third) in cluster.servers

@@ -52,7 +52,9 @@ def test_the_balancer_of_the_sketch_is_deploy_haproxy_cfg(tmp_path: Path) -> Non
     (config_map,) = by_kind("ConfigMap")
     config = config_map["data"]["haproxy.cfg"]
     # The same file, with the lines that find the pods appended to its last section.
-    assert config.startswith(HAPROXY_CFG.read_text(encoding="utf-8"))
+    assert config.startswith(HAPROXY_CFG.read_text(encoding="utf-8")), (
+        "copy deploy/haproxy.cfg into the ConfigMap of deploy/kubernetes/balancer.yaml"
+    )
     assert "server-template" in config.removeprefix(HAPROXY_CFG.read_text(encoding="utf-8"))
     haproxy = require_haproxy()
     path = tmp_path / "haproxy.cfg"
