@@ -83,6 +83,43 @@ async def test_drain_waits_for_every_result_and_refuses_new_work() -> None:
                 await busy.call_tool("wait", {"cell_id": "1"})
 
 
+async def test_drain_waits_for_a_pushed_result_to_be_collected() -> None:
+    """With push, a program that finishes after `Script running` hands its result to
+    the session's pushed results: the drain waits until the client has read it."""
+    GATES["pushed"] = trio.Event()
+    server = CodeModeMcpServer([gate], push=True)
+    drained = trio.Event()
+
+    async def drain() -> None:
+        await server.drain()
+        drained.set()
+
+    with trio.fail_after(SAFETY):
+        async with (
+            http_server(server) as url,
+            http_client(url) as session,
+            trio.open_nursery() as nursery,
+        ):
+            code = '// @exec: {"yield_time_ms": 0}\ntext(await tools.gate({name: "pushed"}))'
+            assert texts(await exec_code(session, code))[0].startswith("Script running")
+            nursery.start_soon(drain)
+            await trio.testing.wait_all_tasks_blocked()
+            GATES["pushed"].set()
+            pool = server._pool
+            assert pool is not None
+            (entry,) = pool._entries.values()
+            assert entry.session is not None and entry.results is not None
+            await entry.session.runtime.wait_no_cells()  # pushed; the cell is gone
+            assert entry.results.uncollected == 1
+            await trio.testing.wait_all_tasks_blocked()
+            assert not drained.is_set()
+            read = await session.read_resource("code-mode://cells/1")
+            assert [content.text for content in read.contents if hasattr(content, "text")][
+                -1
+            ] == "pushed open"
+            await drained.wait()
+
+
 async def test_past_the_deadline_programs_are_terminated_with_a_clear_result() -> None:
     BLOCKED["waited"] = trio.Event()
     BLOCKED["left"] = trio.Event()
