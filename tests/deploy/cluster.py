@@ -24,13 +24,19 @@ TOOLS = "tests.deploy.cluster_tools:TOOLS"
 START_TIMEOUT = 90.0  # seconds for N servers to start on a loaded two-core machine
 
 
+MISSING_HAPROXY = (
+    "haproxy not found: install it with `apt-get install -y haproxy` (as .ci/run does)"
+)
+
+needs_haproxy = pytest.mark.skipif(shutil.which("haproxy") is None, reason=MISSING_HAPROXY)
+"""For async tests: a skip raised inside trio loses its reason, a mark keeps it."""
+
+
 def require_haproxy() -> str:
     """The ``haproxy`` command; skips the test, naming the install, when it is missing."""
     found = shutil.which("haproxy")
     if found is None:
-        pytest.skip(
-            "haproxy not found: install it with `apt-get install -y haproxy` (as .ci/run does)"
-        )
+        pytest.skip(MISSING_HAPROXY)
     return found
 
 

@@ -18,7 +18,9 @@ from mcp import ClientSession
 
 from ..mcp_server.http_support import http_client, refused, texts
 from .agent import Agent
-from .cluster import Cluster, local_cluster
+from .cluster import Cluster, local_cluster, needs_haproxy
+
+pytestmark = needs_haproxy
 
 SERVERS = 3
 CLIENTS = 30
