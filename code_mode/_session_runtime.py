@@ -35,7 +35,7 @@ import trio
 from ._cell import Cell, CellHost, Observer, OneShot
 from ._config import RuntimeConfig
 from ._delegate import SessionRuntimeDelegate, describe_exception
-from ._engine import Engine, default_engine
+from ._engine import Engine, SessionSeat, default_engine
 from ._errors import DuplicateCell, MissingCell, ShuttingDown
 from ._types import CellEvent, CellId, Completed, ExecuteRequest, ObserveMode
 
@@ -126,6 +126,7 @@ class SessionRuntime:
         self._nursery_manager: AbstractAsyncContextManager[trio.Nursery] | None = None
         self._nursery: trio.Nursery | None = None
         self._host: CellHost | None = None
+        self._seat: SessionSeat | None = None
 
     @property
     def config(self) -> RuntimeConfig:
@@ -149,13 +150,16 @@ class SessionRuntime:
                 "the engine given to this session is not running: "
                 "open it with `async with Engine(...)` around the session"
             )
+        # Where this session's cells run (EngineConfig.session_placement): all on one
+        # worker process, given up when the block ends.
+        self._seat = self._engine.seat_session()
         self._nursery_manager = trio.open_nursery()
         self._nursery = await self._nursery_manager.__aenter__()
         self._host = CellHost(
             nursery=self._nursery,
             delegate=self._delegate,
             config=self._config,
-            backend=self._engine,
+            backend=self._seat,
             commit_writes=self._commit_writes,
             close_cell=self._close_cell,
             forget_cell=self._forget_cell,
@@ -179,7 +183,11 @@ class SessionRuntime:
             if isinstance(entry, Cell):
                 entry.request_shutdown()
         assert self._nursery_manager is not None
-        return bool(await self._nursery_manager.__aexit__(exc_type, exc, traceback))
+        try:
+            return bool(await self._nursery_manager.__aexit__(exc_type, exc, traceback))
+        finally:
+            assert self._seat is not None
+            self._seat.release()
 
     def is_alive(self) -> bool:
         """True from entering the block until shutdown or exit begins; never again."""

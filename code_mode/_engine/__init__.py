@@ -5,6 +5,7 @@ session runtime import from here, never from the underscored modules beside it):
 
 * :class:`Engine` / :class:`EngineConfig` -- isolates in worker processes or threads,
   warm isolates, supervision; shared by sessions like a connection pool;
+  :class:`SessionSeat` -- one session's place on an engine (which worker its cells use);
 * :func:`default_engine` -- the engine of the current ``trio.run`` for sessions that
   name none;
 * :class:`Isolate` and :class:`EngineListener` -- one cell's isolate, and what it
@@ -37,7 +38,7 @@ from ._bridge import (
 )
 from ._default import default_engine
 from ._native import IsolateUnavailable
-from .engine import Engine, EngineConfig
+from .engine import Engine, EngineConfig, SessionSeat
 from .isolate import EngineListener, Isolate
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "IsolateUnavailable",
     "Notify",
     "Output",
+    "SessionSeat",
     "Started",
     "TimerCleared",
     "TimerSet",

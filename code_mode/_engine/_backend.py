@@ -31,6 +31,12 @@ class IsolateSink(Protocol):
     def on_crash(self, message: str) -> None:
         """The isolate is gone without a result (its worker process died)."""
 
+    def evaluating(self) -> bool:
+        """An evaluation posted to the isolate has not been reported as ended yet: its
+        JavaScript is running or about to (asked when its worker process dies, see
+        :mod:`._worker_death`)."""
+        ...
+
 
 class IsolateHandle(Protocol):
     """Controls one isolate. ``post`` and ``cancel`` never block. A ``quiet`` post

@@ -42,6 +42,9 @@ class _SinkSlot:
         if self.target is not None:
             self.target.on_crash(message)
 
+    def evaluating(self) -> bool:
+        return self.target is not None and self.target.evaluating()
+
 
 #: How long a refill waits at most for the cell that took a warm isolate to get through
 #: its start (see :class:`WarmIsolates`).
@@ -98,6 +101,15 @@ class WarmIsolates:
         self._closed = False
         self._taken = 0  # isolates handed to cells so far
         self._trim: trio.CancelScope | None = None  # while a burst's end is awaited
+
+    @property
+    def ready_count(self) -> int:
+        """Isolates ready to be taken now."""
+        return len(self._ready)
+
+    async def wait_for_fill(self) -> None:
+        """Until the next build ends (for tests and benchmarks)."""
+        await self._fill_done.wait()
 
     def refill(self, after: _SinkSlot | None = None, *, burst: bool = False) -> None:
         """Start replacements for missing isolates; with ``after``, each waits for

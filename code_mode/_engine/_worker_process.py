@@ -9,8 +9,9 @@ nursery: a *writer* that drains a queue of frames into the pipe (so ``post`` and
 
 When a worker dies (V8 aborts on a fatal out-of-memory, someone kills it, ...), its
 reader sees the pipe close; every isolate it hosted is told
-``exec runtime ended unexpectedly: the JavaScript worker process died (<why>)``, and
-the next cell gets a fresh worker. Nothing else in the session is affected.
+``exec runtime ended unexpectedly: the JavaScript worker process died (<why>)``, with
+whether its program was running or waiting at that moment (:mod:`._worker_death`),
+and the next cell gets a fresh worker. Nothing else in the session is affected.
 
 A third task per worker, the *watchdog*, kills a worker that uses more resident memory
 than ``EngineConfig.worker_memory_limit_bytes`` or stops answering the heartbeat for
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 from ._backend import IsolateSink
 from ._native import IsolateUnavailable
 from ._wire import FrameError, FrameReader, frame, post_frame
+from ._worker_death import death_notices
 from ._worker_process_main import BOOTSTRAP
 
 logger = logging.getLogger("code_mode")
@@ -274,6 +276,11 @@ class WorkerProcess:
                 closing.set()
             self.retire_if_idle()
 
+    def retire(self) -> None:
+        """Take no new isolates from now on; exit once the last one is closed."""
+        self.retiring = True
+        self._pool.worker_retired(self)
+
     def retire_if_idle(self) -> None:
         if self.retiring and self.load == 0:
             if self._stuck:
@@ -309,8 +316,8 @@ class WorkerProcess:
             pending.done.set()
         self._creating.clear()
         sinks, self._sinks = self._sinks, {}
-        for sink in sinks.values():
-            sink.on_crash(message)
+        for sink, text in death_notices(message, list(sinks.values())):
+            sink.on_crash(text)
         for closing in self._closing.values():
             closing.set()
         self._closing.clear()
@@ -383,7 +390,7 @@ class WorkerProcess:
             self._closing.pop(isolate_id, None)
             self._sinks.pop(isolate_id, None)
             self._stuck.add(isolate_id)
-            self.retiring = True
+            self.retire()
             self.retire_if_idle()
 
     def shutdown(self) -> None:

@@ -30,6 +30,7 @@ from .._validators import non_negative_int, optional, positive_finite, positive_
 from ._backend import IsolateBackend, IsolateHandle, IsolateSink
 from ._blocking_threads import BlockingWorkers
 from ._native import IsolateUnavailable
+from ._placement import Seat
 from ._process_pool import ProcessPool
 from ._thread_backend import ThreadBackend
 from ._warm import WarmIsolates
@@ -51,12 +52,41 @@ class EngineConfig:
     such a failure ends the application. See ``docs/security.md``."""
 
     worker_processes: int = attrs.field(default=1, validator=positive_int)
-    """Most worker processes running at once in ``"process"`` mode (default 1). With
-    more, a new one starts whenever every live worker already hosts an isolate, and
-    new isolates go to the least loaded worker that is up: a fatal failure then takes
-    fewer cells with it, at the price of a process each (~50 MiB) and, measured on
-    2 cores, about 1.5 ms more per short cell, as consecutive cells land on different
-    processes."""
+    """Most worker processes running at once in ``"process"`` mode (default 1). Each
+    session's cells go to one worker (see ``session_placement``); while fewer than
+    this many run and every one already has a session, one more is started ahead for
+    the next session. More workers spread sessions wider, so a worker's death ends
+    the cells of fewer sessions, at the price of a process each (about 30 MiB of
+    PSS, 70 MiB RSS, measured with its warm isolate)."""
+
+    session_placement: Literal["shared", "exclusive"] = attrs.field(
+        default="shared", validator=attrs.validators.in_(("shared", "exclusive"))
+    )
+    """How sessions share the worker processes (``"process"`` mode). All the cells of a
+    session run on one worker, for as long as that worker lives and is not recycled;
+    a worker's death therefore ends only the cells of the sessions on it.
+
+    ``"shared"`` (the default): a session is placed, at its first cell, on the worker
+    with the fewest sessions, and many sessions share a worker. A fatal failure of one
+    program ends the running cells of the sessions on its worker (about one
+    ``worker_processes``-th of them).
+
+    ``"exclusive"``: a worker serves one session at a time, so one program's fatal
+    failure ends cells of its own session only (for an operator whose sessions belong
+    to different users). A session holds its worker while it has cells there and gives
+    it up when its last cell has closed; at most ``worker_processes`` sessions run
+    cells at once. A new session's cell waits (in arrival order) until a worker is
+    free, for at most ``worker_wait_timeout``, and then fails with ``exec runtime is
+    at capacity: ...``. Set ``worker_processes`` to the number of sessions that may
+    run cells at once; each busy session then costs a worker process. The cost, as
+    measured, is in ``docs/security.md``."""
+
+    worker_wait_timeout: float = attrs.field(default=10.0, validator=positive_finite)
+    """Seconds a cell waits for a free worker process under
+    ``session_placement="exclusive"`` when every one of the ``worker_processes``
+    serves another session (default 10 s); then it fails with ``exec runtime is at
+    capacity: each of the <N> worker processes serves another session (...)``. The
+    caller of ``execute`` may give up sooner (cancelling it abandons the cell)."""
 
     isolates_per_worker: int = attrs.field(default=512, validator=positive_int)
     """Most isolates one worker process hosts at once (default 512), each with a thread
@@ -67,7 +97,8 @@ class EngineConfig:
     warm_isolates: int = attrs.field(default=1, validator=non_negative_int)
     """Isolates kept created ahead of time for the next cells of any session (default
     1), so starting a cell does not wait for V8 to build an isolate and run the
-    prelude. 0 turns it off."""
+    prelude; in ``"process"`` mode, this many in each worker process, so that a
+    session finds one on the worker its cells go to. 0 turns it off."""
 
     warm_isolates_burst: int = attrs.field(default=4, validator=positive_int)
     """Isolates built at once, ahead of the cells, while cells come faster than one
@@ -176,6 +207,11 @@ class Engine:
                 self._pool = ProcessPool(
                     nursery,
                     self._config.worker_processes,
+                    placement=self._config.session_placement,
+                    wait_timeout=self._config.worker_wait_timeout,
+                    warm_isolates=self._config.warm_isolates,
+                    warm_memory_limit_bytes=_DEFAULTS.memory_limit_bytes,
+                    warm_max_message_chars=_DEFAULTS.max_message_bytes,
                     isolates_per_worker=self._config.isolates_per_worker,
                     recycle_after=math.inf if recycle is None else recycle,
                     memory_limit=self._config.worker_memory_limit_bytes,
@@ -185,7 +221,7 @@ class Engine:
                     parallel_creates=self._config.warm_isolates_burst,
                 )
                 await self._pool.prestart()
-                backend = self._pool
+                backend = self._pool  # warm isolates per worker (see ProcessPool)
             else:
                 self._creator.start()
                 self._disposer.start()
@@ -194,7 +230,7 @@ class Engine:
                     self._disposer,
                     parallel_creates=self._config.warm_isolates_burst,
                 )
-            if self._config.warm_isolates > 0:
+            if self._config.warm_isolates > 0 and self._pool is None:
                 self._warm = WarmIsolates(
                     backend,
                     nursery,
@@ -234,41 +270,127 @@ class Engine:
             await self._creator.aclose()
             await self._disposer.aclose()
 
+    def seat_session(self) -> SessionSeat:
+        """A place on this engine for one session's isolates: create them through it,
+        so that they go where ``EngineConfig.session_placement`` puts the session, and
+        :meth:`SessionSeat.release` it when the session ends."""
+        return SessionSeat(self)
+
     async def create_isolate(
-        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
+        self,
+        sink: IsolateSink,
+        *,
+        memory_limit_bytes: int,
+        max_message_chars: int,
+        seat: Seat | None = None,
     ) -> IsolateHandle:
         """A fresh isolate with the prelude installed, reporting to ``sink`` (raises
-        ``IsolateUnavailable``)."""
+        ``IsolateUnavailable``). Without a ``seat`` it counts as a session of its own."""
         if self._backend is None or self._closed:
             raise IsolateUnavailable("exec runtime is not available: its engine is closed")
+        if self._pool is not None:
+            return await self._pool.create_isolate(
+                sink,
+                memory_limit_bytes=memory_limit_bytes,
+                max_message_chars=max_message_chars,
+                seat=seat,
+            )
         return await self._backend.create_isolate(
             sink, memory_limit_bytes=memory_limit_bytes, max_message_chars=max_message_chars
         )
 
     def take_ready_isolate(
-        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
+        self,
+        sink: IsolateSink,
+        *,
+        memory_limit_bytes: int,
+        max_message_chars: int,
+        seat: Seat | None = None,
     ) -> IsolateHandle | None:
         """A warm isolate, if one is ready now (no waiting, no task switch); None when
         there is none or the engine is closed (:meth:`create_isolate` then says why)."""
         if self._backend is None or self._closed:
             return None
+        if self._pool is not None:
+            return self._pool.take_ready_isolate(
+                sink,
+                memory_limit_bytes=memory_limit_bytes,
+                max_message_chars=max_message_chars,
+                seat=seat,
+            )
         return self._backend.take_ready_isolate(
             sink, memory_limit_bytes=memory_limit_bytes, max_message_chars=max_message_chars
         )
+
+    def _release(self, seat: Seat) -> None:
+        if self._pool is not None:
+            self._pool.release(seat)
 
     # -- for tests and benchmarks --------------------------------------------------
 
     async def wait_until_settled(self) -> None:
         """Return once no warm isolate is being built (at once without a warm pool).
 
-        The engine refills its warm pool in the background after a cell takes an
+        The engine refills its warm pools in the background after a cell takes an
         isolate, so a reading of threads or memory taken meanwhile counts a varying
         number of isolates; benchmarks and tests wait for this first."""
-        if self._warm is not None:
-            await self._warm.wait_until_filled()
+        for warm in self.warm_pools():
+            await warm.wait_until_filled()
+
+    def warm_pools(self) -> list[WarmIsolates]:
+        """The warm isolates, as one pool per worker process (``"process"`` mode) or
+        one pool (``"thread"`` mode)."""
+        if self._pool is not None:
+            return self._pool.warm_pools()
+        return [] if self._warm is None else [self._warm]
 
     def worker_pids(self) -> list[int]:
         """Process ids of the live worker processes (empty in ``"thread"`` mode)."""
         if self._pool is None:
             return []
         return [w.pid for w in self._pool.workers if w.alive and w.pid is not None]
+
+
+class SessionSeat:
+    """One session's place on an :class:`Engine` (from :meth:`Engine.seat_session`):
+    the session's cells create their isolates through it, so that they run where the
+    engine placed the session (``EngineConfig.session_placement``)."""
+
+    __slots__ = ("_engine", "_seat")
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._seat = Seat()
+
+    async def create_isolate(
+        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
+    ) -> IsolateHandle:
+        return await self._engine.create_isolate(
+            sink,
+            memory_limit_bytes=memory_limit_bytes,
+            max_message_chars=max_message_chars,
+            seat=self._seat,
+        )
+
+    def take_ready_isolate(
+        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
+    ) -> IsolateHandle | None:
+        return self._engine.take_ready_isolate(
+            sink,
+            memory_limit_bytes=memory_limit_bytes,
+            max_message_chars=max_message_chars,
+            seat=self._seat,
+        )
+
+    def release(self) -> None:
+        """The session is over (its cells are closed): its place is given up."""
+        self._engine._release(self._seat)
+
+    def worker_pid(self) -> int | None:
+        """The process id of the worker the session is placed on; None before its
+        first cell, after its worker died or retired, while it has no cells under
+        ``"exclusive"`` placement, and in ``"thread"`` mode (for diagnostics and tests)."""
+        place = self._seat.place
+        if place is None or not place.usable or self._seat not in place.seats:
+            return None
+        return place.worker.pid

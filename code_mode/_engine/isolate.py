@@ -312,6 +312,9 @@ class Isolate:
     def on_task(self, tag: int, outcome: str, detail: str) -> None:
         self._on_task(tag, outcome, detail)
 
+    def evaluating(self) -> bool:
+        return bool(self._in_flight or self._quiet_in_flight)
+
     def on_crash(self, message: str) -> None:
         self._in_flight.clear()
         self._quiet_in_flight.clear()

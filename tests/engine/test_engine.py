@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import threading
 
 import pytest
@@ -18,7 +16,6 @@ from code_mode import (
     RuntimeConfig,
     RuntimeFailure,
     SessionRuntime,
-    Terminated,
     Text,
     YieldAfter,
 )
@@ -26,7 +23,6 @@ from code_mode._engine import _default, _native, _process_pool, _worker_process
 
 from ..helpers import SAFETY, GateDelegate, config, engine, request
 
-WORKER_DIED = "exec runtime ended unexpectedly: the JavaScript worker process died"
 
 
 async def run_text(runtime: SessionRuntime, value: str) -> None:
@@ -104,37 +100,6 @@ def test_the_default_engine_closes_with_the_trio_run(isolation: str) -> None:
 
 
 # -- workers -------------------------------------------------------------------------
-
-
-async def test_a_dead_worker_fails_only_its_own_cells_whatever_their_session() -> None:
-    first, second = GateDelegate(), GateDelegate()
-    source = 'text("partial"); await tools.block();'
-    async with (
-        engine("process", worker_processes=2, warm_isolates=0) as shared,
-        SessionRuntime(first, engine=shared) as one,
-        SessionRuntime(second, engine=shared) as two,
-    ):
-        # a: on the first worker. b: the first worker is busy, so a second one starts,
-        # but b goes to the running first one. c: on the second, once it is up.
-        a = await one.execute(request(source, ["block"]), YieldAfter(SAFETY))
-        await first.next_call()
-        b = await two.execute(request(source, ["block"]), YieldAfter(SAFETY))
-        await second.next_call()
-        assert shared._pool is not None
-        with trio.fail_after(SAFETY):
-            for worker in shared._pool.workers:
-                await worker.ready_event.wait()
-        c = await two.execute(request(source, ["block"]), YieldAfter(SAFETY))
-        await second.next_call()
-        doomed, spared = shared.worker_pids()
-        os.kill(doomed, signal.SIGKILL)
-        died = Completed([Text("partial")], error_text=f"{WORKER_DIED} (killed by SIGKILL)")
-        assert await a.initial_event() == died
-        assert await b.initial_event() == died
-        assert shared.worker_pids() == [spared]
-        assert await two.terminate(c.cell_id) == Terminated([Text("partial")])
-        await run_text(one, "one lives on")
-        await run_text(two, "two lives on")
 
 
 async def test_workers_are_recycled_after_the_configured_number_of_cells() -> None:

@@ -19,8 +19,18 @@ import pytest
 import trio
 import trio.testing
 
-from code_mode import Completed, SessionRuntime, Terminated, Text, YieldAfter, Yielded
+from code_mode import (
+    Completed,
+    Pending,
+    PendingFrontier,
+    SessionRuntime,
+    Terminated,
+    Text,
+    YieldAfter,
+    Yielded,
+)
 from code_mode._engine import isolate as isolate_module
+from code_mode._engine._worker_death import ALONE, COLLATERAL
 
 from ..helpers import SAFETY, GateDelegate, config, engine, request
 
@@ -86,7 +96,7 @@ async def test_the_worker_memory_limit_stays_the_last_line() -> None:
         assert event.error_text is not None
         assert event.error_text.startswith(f"{WORKER_DIED} (killed: its resident memory of ")
         assert event.error_text.endswith(
-            f"exceeded the limit of {limit} bytes (EngineConfig.worker_memory_limit_bytes))"
+            f"exceeded the limit of {limit} bytes (EngineConfig.worker_memory_limit_bytes))" + ALONE
         )
         again = await runtime.execute(request('text("ok")'), YieldAfter(SAFETY))
         assert await again.initial_event() == Completed([Text("ok")])
@@ -109,16 +119,18 @@ async def test_a_stopped_worker_is_killed_its_cells_fail_and_close() -> None:
         async with engine("process", worker_processes=1, worker_heartbeat_timeout=1.0) as eng:
             async with SessionRuntime(delegate, engine=eng) as runtime:
                 started = await runtime.execute(
-                    request('text("a"); await tools.block();', ["block"]), YieldAfter(SAFETY)
+                    request('text("a"); await tools.block();', ["block"]), PendingFrontier()
                 )
                 await delegate.next_call()
+                # The program waits for its tool call (so it is told it was not running).
+                assert await started.initial_event() == Pending([Text("a")], ["tool-1"])
                 (pid,) = eng.worker_pids()
                 with stopped(pid):
-                    event = await started.initial_event()
+                    event = await runtime.observe(started.cell_id, YieldAfter(SAFETY))
                     assert event == Completed(
-                        [Text("a")],
+                        [],
                         error_text=f"{WORKER_DIED} (killed: it did not answer for 1 s "
-                        "(EngineConfig.worker_heartbeat_timeout))",
+                        f"(EngineConfig.worker_heartbeat_timeout)){COLLATERAL}",
                     )
                     assert pid not in eng.worker_pids()
             assert delegate.closed == [started.cell_id]

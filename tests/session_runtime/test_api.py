@@ -29,6 +29,7 @@ from code_mode import (
     Yielded,
 )
 from code_mode._engine import _native, _process_pool, _worker_process
+from code_mode._engine._worker_death import COLLATERAL
 from code_mode._engine.isolate import Isolate
 
 from ..helpers import SAFETY, GateDelegate, config, engine, request
@@ -244,11 +245,10 @@ async def test_a_start_command_failing_on_a_warm_isolate_is_raised_by_execute(
         engine(isolation, warm_isolates=1) as own_engine,
         SessionRuntime(GateDelegate(), config(isolation), engine=own_engine) as runtime,
     ):
-        warm = own_engine._warm
-        assert warm is not None
+        (warm,) = own_engine.warm_pools()  # one worker, or the host's threads
         with trio.fail_after(SAFETY):
-            while not warm._ready:  # until the pool holds an isolate built ahead
-                await warm._fill_done.wait()
+            while not warm.ready_count:  # until the pool holds an isolate built ahead
+                await warm.wait_for_fill()
         monkeypatch.setattr(Isolate, "start", failing_start)
         monkeypatch.setattr(Isolate, "close", recording_close)
         with pytest.raises(ValueError, match="no start"):
@@ -282,15 +282,17 @@ async def test_a_worker_killed_mid_cell_fails_only_its_cells(
         SessionRuntime(delegate, config("process"), engine=own_engine) as runtime,
     ):
         started = await runtime.execute(
-            request('text("partial"); await tools.block();', ["block"]), YieldAfter(60)
+            request('text("partial"); await tools.block();', ["block"]), PendingFrontier()
         )
         await delegate.next_call()
+        # Waiting for its tool call when the worker dies: so it is told it did not cause it.
+        assert await started.initial_event() == Pending([Text("partial")], ["tool-1"])
         (worker,) = own_engine.worker_pids()
         os.kill(worker, signal.SIGKILL)
-        assert await started.initial_event() == Completed(
-            [Text("partial")],
+        assert await runtime.observe(started.cell_id, YieldAfter(60)) == Completed(
+            [],
             error_text="exec runtime ended unexpectedly: the JavaScript worker process died "
-            "(killed by SIGKILL)",
+            f"(killed by SIGKILL){COLLATERAL}",
         )
         assert delegate.cancelled == ["tool-1"]
         following = await runtime.execute(request('text("fresh worker")'), YieldAfter(60))
