@@ -3,6 +3,8 @@
     python -m bench.sessions                  # S1 at 10-1000 sessions, S2 at 200, both modes
     python -m bench.sessions --quick          # tiny sizes (a smoke run)
     python -m bench.sessions --out DIR        # sessions.json (+ sessions.png with matplotlib)
+    python -m bench.sessions --placement exclusive --workers 8   # an engine set up so
+    python -m bench.sessions --held 10,20 --placement exclusive  # busy sessions (S1b)
 
 * **S1, idle sessions.** A fresh process opens N sessions (no ``engine=``: they share
   the trio run's default engine, as an application's would), each runs one cell and
@@ -15,8 +17,17 @@
   (a tool call and a ``text``), for a fixed number of cells in all: cells per second,
   against one session running the same cells one after another in the same process.
 
-Every point runs in a process of its own, so one point's memory never inflates the
-next. The targets (issue "one engine for many sessions") are absolute: an idle session
+* **S1b, busy sessions** (``--held``): as S1, but each session's cell stays running
+  (it waits for a promise that never settles), so every session holds an isolate on
+  its worker; under ``session_placement="exclusive"`` each then holds a worker
+  process, which is what that placement costs.
+
+``--placement`` and ``--workers`` run the sessions on an ``Engine`` of their own with
+``EngineConfig(session_placement=..., worker_processes=...)`` (``process`` mode only;
+``--held`` under ``exclusive`` sets ``worker_processes`` to the number of sessions
+unless ``--workers`` says otherwise); without them the sessions share the trio run's
+default engine. Every point runs in a process of its own, so one point's memory never
+inflates the next. The targets (issue "one engine for many sessions") are absolute: an idle session
 costs at most 5 MiB of the tree (aim 0.5 MiB); 200 idle sessions use at most 8
 processes in ``process`` mode; 1,000 sessions open at once fit (aim: tree under
 2 GiB).
@@ -79,6 +90,13 @@ async def _cell(session: Any, source: str) -> float:
     return elapsed
 
 
+async def _start_held(session: Any) -> None:
+    """A cell that stays running (never settles); the session's exit terminates it."""
+    result = await session.exec('// @exec: {"yield_time_ms": 1}\nawait new Promise(() => {});')
+    if "Script running" not in result[0].text:
+        raise RuntimeError(f"cell did not stay running: {result}")
+
+
 async def _latency(sessions: Sequence[Any], cells: int, gap: float) -> list[float]:
     import trio
 
@@ -96,17 +114,57 @@ async def _settle() -> None:
 
     import trio
 
-    for engine in default_engines():
+    for engine in [*default_engines(), *_OWN_ENGINES]:
         await wait_warm_pool_filled(engine, timeout=30)
     await trio.sleep(0.5)
     gc.collect()
 
 
-async def s1_child(mode: str, count: int, latency_cells: int) -> dict[str, Any]:
+#: Engines a child opened itself (``--placement`` / ``--workers``), for _settle.
+_OWN_ENGINES: list[Any] = []
+
+
+@contextlib.asynccontextmanager
+async def _engine(mode: str, placement: str, workers: int) -> Any:
+    """The engine the sessions of a point share: the default one (``placement`` is
+    ``-`` and ``workers`` 0), or one of their own set up so."""
+    if mode != "process" or (placement == "-" and workers == 0):
+        yield None
+        return
+    from code_mode import Engine, EngineConfig
+
+    settings: dict[str, Any] = {"isolation": mode}
+    if placement != "-":
+        settings["session_placement"] = placement
+    if workers:
+        settings["worker_processes"] = workers
+    async with Engine(EngineConfig(**settings)) as engine:
+        _OWN_ENGINES.append(engine)
+        try:
+            yield engine
+        finally:
+            _OWN_ENGINES.remove(engine)
+
+
+async def s1_child(
+    mode: str,
+    count: int,
+    latency_cells: int,
+    placement: str = "-",
+    workers: int = 0,
+    held: int = 0,
+) -> dict[str, Any]:
     from code_mode import CodeModeSession, RuntimeConfig
 
     config = RuntimeConfig(isolation=mode)  # type: ignore[arg-type]
-    async with CodeModeSession(config=config) as first:
+    if mode != "process":
+        placement, workers = "-", 0  # an engine setting of process mode only
+    if held and placement == "exclusive" and not workers:
+        workers = count + 1  # every busy session holds a worker (the first one too)
+    async with (
+        _engine(mode, placement, workers) as engine,
+        CodeModeSession(config=config, engine=engine) as first,
+    ):
         await _cell(first, 'text("warm")')
         await _settle()
         alone = await _latency([first], latency_cells, 0.025)
@@ -116,8 +174,13 @@ async def s1_child(mode: str, count: int, latency_cells: int) -> dict[str, Any]:
         async with contextlib.AsyncExitStack() as stack:
             sessions = [first]
             for _ in range(count):
-                session = await stack.enter_async_context(CodeModeSession(config=config))
-                await _cell(session, 'text("hello")')
+                session = await stack.enter_async_context(
+                    CodeModeSession(config=config, engine=engine)
+                )
+                if held:
+                    await _start_held(session)
+                else:
+                    await _cell(session, 'text("hello")')
                 sessions.append(session)
             opened = time.perf_counter() - opened
             await _settle()
@@ -125,6 +188,9 @@ async def s1_child(mode: str, count: int, latency_cells: int) -> dict[str, Any]:
             crowded = await _latency(sessions, latency_cells, 0.025)
     return {
         "mode": mode,
+        "placement": placement,
+        "workers": workers,
+        "held": bool(held),
         "sessions": count,
         "open_s": opened,
         "before": before,
@@ -136,7 +202,18 @@ async def s1_child(mode: str, count: int, latency_cells: int) -> dict[str, Any]:
     }
 
 
-async def s2_child(mode: str, sessions: int, cells_each: int) -> dict[str, Any]:
+async def s2_child(
+    mode: str, sessions: int, cells_each: int, placement: str = "-", workers: int = 0
+) -> dict[str, Any]:
+    if mode != "process":
+        placement, workers = "-", 0  # an engine setting of process mode only
+    async with _engine(mode, placement, workers) as engine:
+        result = await _s2(mode, sessions, cells_each, engine)
+    result.update(placement=placement, workers=workers)
+    return result
+
+
+async def _s2(mode: str, sessions: int, cells_each: int, engine: Any) -> dict[str, Any]:
     import trio
 
     from code_mode import CodeModeSession, RuntimeConfig, tool
@@ -150,7 +227,7 @@ async def s2_child(mode: str, sessions: int, cells_each: int) -> dict[str, Any]:
     config = RuntimeConfig(isolation=mode)  # type: ignore[arg-type]
     total = sessions * cells_each
 
-    async with CodeModeSession(tools=[add], config=config) as single:
+    async with CodeModeSession(tools=[add], config=config, engine=engine) as single:
         await _cell(single, source)
         await _settle()
         begun = time.perf_counter()
@@ -160,7 +237,9 @@ async def s2_child(mode: str, sessions: int, cells_each: int) -> dict[str, Any]:
 
     async with contextlib.AsyncExitStack() as stack:
         opened = [
-            await stack.enter_async_context(CodeModeSession(tools=[add], config=config))
+            await stack.enter_async_context(
+                CodeModeSession(tools=[add], config=config, engine=engine)
+            )
             for _ in range(sessions)
         ]
         await _settle()
@@ -203,27 +282,50 @@ def measure_point(*args: str, timeout: float = 600) -> dict[str, Any]:
 
 
 def run(
-    counts: Sequence[int], s2_sessions: int, s2_cells: int, latency_cells: int
+    counts: Sequence[int],
+    s2_sessions: int,
+    s2_cells: int,
+    latency_cells: int,
+    *,
+    placement: str = "-",
+    workers: int = 0,
+    held: Sequence[int] = (),
+    modes: Sequence[str] = ("process", "thread"),
 ) -> dict[str, Any]:
     results: dict[str, Any] = {"machine": machine(), "S1": [], "S2": []}
-    for mode in ("process", "thread"):
+    setting = (placement, str(workers))
+    for mode in modes:
         for count in counts:
-            point = measure_point("s1", mode, str(count), str(latency_cells))
+            point = measure_point("s1", mode, str(count), str(latency_cells), *setting)
             results["S1"].append(point)
             print(_describe_s1(mode, count, point), flush=True)
-        point = measure_point("s2", mode, str(s2_sessions), str(s2_cells))
-        results["S2"].append(point)
-        print(_describe_s2(mode, point), flush=True)
+        for count in held:
+            point = measure_point("s1", mode, str(count), str(latency_cells), *setting, "1")
+            results["S1"].append(point)
+            print(_describe_s1(mode, count, point), flush=True)
+        if s2_sessions:
+            point = measure_point("s2", mode, str(s2_sessions), str(s2_cells), *setting)
+            results["S2"].append(point)
+            print(_describe_s2(mode, point), flush=True)
     results["machine"]["load_after"] = os.getloadavg()
     return results
+
+
+def _setting(point: dict[str, Any]) -> str:
+    placement, workers = point.get("placement", "-"), point.get("workers", 0)
+    if placement == "-" and not workers:
+        return ""
+    return f" [{placement if placement != '-' else 'shared'}, {workers or 1} workers]"
 
 
 def _describe_s1(mode: str, count: int, point: dict[str, Any]) -> str:
     if not point["ok"]:
         return f"S1 {mode:7} {count:5} sessions: FAILED {point['error'][-300:]}"
     after = point["after"]
+    busy = " busy" if point.get("held") else ""
     return (
-        f"S1 {mode:7} {count:5} sessions: {point['pss_per_session_mib']:.3f} MiB/session (PSS), "
+        f"S1 {mode:7} {count:5}{busy} sessions{_setting(point)}: "
+        f"{point['pss_per_session_mib']:.3f} MiB/session (PSS), "
         f"{point['rss_per_session_mib']:.3f} MiB/session (RSS); tree {after['pss'] / MiB:.0f} MiB "
         f"PSS in {after['processes']} processes, {after['threads']} threads; cell latency "
         f"{point['latency_crowded_ms']:.2f} ms open vs {point['latency_alone_ms']:.2f} ms alone"
@@ -234,7 +336,8 @@ def _describe_s2(mode: str, point: dict[str, Any]) -> str:
     if not point["ok"]:
         return f"S2 {mode:7}: FAILED {point['error'][-300:]}"
     return (
-        f"S2 {mode:7} {point['sessions']} sessions at once: {point['cells_per_s']:.0f} cells/s "
+        f"S2 {mode:7} {point['sessions']} sessions at once{_setting(point)}: "
+        f"{point['cells_per_s']:.0f} cells/s "
         f"({point['cells']} cells); one session alone: {point['one_session_cells_per_s']:.0f} "
         f"cells/s ({point['ratio_vs_one_session']:.2f}x)"
     )
@@ -246,19 +349,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke run)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--no-plots", action="store_true")
+    parser.add_argument(
+        "--placement",
+        choices=("shared", "exclusive"),
+        help="EngineConfig.session_placement of an engine of the sessions' own",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=0, help="EngineConfig.worker_processes of that engine"
+    )
+    parser.add_argument(
+        "--held",
+        default="",
+        help="S1b only: comma-separated counts of sessions each keeping a cell running",
+    )
     args = parser.parse_args(argv)
     if args.child:
         import trio
 
-        kind, mode, count, size = args.child
+        kind, mode, *rest = args.child
         child = s1_child if kind == "s1" else s2_child
-        result = trio.run(child, mode, int(count), int(size))
+        values = [n if n in ("-", "shared", "exclusive") else int(n) for n in rest]
+        result = trio.run(child, mode, *values)
         print(json.dumps(result))
         return 0
-    if args.quick:
-        results = run((2, 5), s2_sessions=4, s2_cells=2, latency_cells=3)
+    setting: dict[str, Any] = {"placement": args.placement or "-", "workers": args.workers}
+    if args.held:
+        held = [int(n) for n in args.held.split(",")]
+        results = run((), 0, 0, 3 if args.quick else 40, held=held, modes=("process",), **setting)
+    elif args.quick:
+        results = run((2, 5), s2_sessions=4, s2_cells=2, latency_cells=3, **setting)
     else:
-        results = run((10, 100, 200, 1000), s2_sessions=200, s2_cells=5, latency_cells=40)
+        results = run(
+            (10, 100, 200, 1000), s2_sessions=200, s2_cells=5, latency_cells=40, **setting
+        )
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "sessions.json").write_text(json.dumps(results, indent=2))
     if not args.no_plots:

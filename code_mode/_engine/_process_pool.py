@@ -158,22 +158,25 @@ class ProcessPool:
             self.workers.remove(worker)
         place = self._places.pop(worker, None)
         if place is not None:
+            # No replacement is started here: a worker that cannot start would be
+            # restarted in a loop. The next cell that needs one starts it.
             self._forget(place)
 
     def worker_retired(self, worker: WorkerProcess) -> None:
         """``worker`` takes no new isolates from now on (recycled, or an isolate could
-        not be disposed of): its sessions move, its warm isolates are closed."""
+        not be disposed of): its sessions move, its warm isolates are closed, and its
+        replacement starts now, so the next cell need not wait for it."""
         place = self._places.get(worker)
         if place is not None:
             self._forget(place)
+            if not self._closed:
+                self.placer.keep_one_spare()
 
     def _forget(self, place: Place) -> None:
         self.placer.dropped(place)
         warm, place.warm = place.warm, None
         if warm is not None:
             self._nursery.start_soon(warm.aclose)
-        if not self._closed:
-            self.placer.keep_one_spare()  # the next session need not wait for a start
 
     async def prestart(self) -> None:
         """Start the first worker early so the first cell does not wait for it."""

@@ -24,7 +24,6 @@ from code_mode._engine import _default, _native, _process_pool, _worker_process
 from ..helpers import SAFETY, GateDelegate, config, engine, request
 
 
-
 async def run_text(runtime: SessionRuntime, value: str) -> None:
     started = await runtime.execute(request(f"text({value!r})"), YieldAfter(SAFETY))
     assert await started.initial_event() == Completed([Text(value)])
