@@ -12,7 +12,8 @@ the crash counts as ended.
 
 * A program that was **waiting** (for a tool call, a timer, the host) ran no
   JavaScript when the worker died: a fatal abort happens on a thread that runs
-  JavaScript, so it did not cause one. Its text says another program on the same
+  JavaScript (V8's collector included, which runs when the program allocates) or
+  builds an isolate, so it did not cause one. Its text says another program on the same
   worker process (or something outside it, such as a ``kill``) ended it, and that
   running it again may succeed.
 * A program that was **running** is told so, with how many other programs on that
