@@ -208,8 +208,7 @@ async def test_warm_isolates_take_each_sessions_own_limits(isolation: str) -> No
 @pytest.mark.parametrize("isolation", ["thread", "process"])
 async def test_wait_until_settled_returns_once_the_warm_pool_is_refilled(isolation: str) -> None:
     async with engine(isolation, warm_isolates=2) as eng:
-        warm = eng._warm
-        assert warm is not None
+        (warm,) = eng.warm_pools()  # the one worker's, or the host's
         with trio.fail_after(SAFETY):
             await eng.wait_until_settled()
             assert warm._filling == 0 and len(warm._ready) == 2
