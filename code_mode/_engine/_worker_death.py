@@ -23,8 +23,8 @@ the crash counts as ended.
 The heuristic is exact for fatal aborts, which happen while JavaScript runs. It is a
 likelihood for a worker killed for its resident memory
 (``EngineConfig.worker_memory_limit_bytes``): memory V8 does not count may be held by
-a program that is waiting now and was allocated while it ran; the program running at
-the kill is the likely grower, not a certain one.
+a program that is waiting now, allocated while it ran; the program running at the
+kill is the likely grower, not a certain one.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from code_mode import (
     Text,
     YieldAfter,
 )
-from code_mode._engine._worker_death import ALONE, COLLATERAL
+from code_mode._engine._worker_death import ALONE, COLLATERAL, death_notices
 from code_mode._engine.engine import Engine
 
 from ..helpers import SAFETY, GateDelegate, engine, request
@@ -178,6 +178,33 @@ async def test_the_running_program_is_told_apart_from_the_waiting_ones() -> None
             assert await started.initial_event() == Completed([], error_text=both)
         event = await a.observe(parked, YieldAfter(SAFETY))
         assert event == Completed([], error_text=KILLED + COLLATERAL)
+
+
+class _Sink:
+    def __init__(self, running: bool) -> None:
+        self.running = running
+
+    def on_batch(self, text: str | None) -> None: ...
+
+    def on_task(self, tag: int, outcome: str, detail: str) -> None: ...
+
+    def on_crash(self, message: str) -> None: ...
+
+    def evaluating(self) -> bool:
+        return self.running
+
+
+def test_each_cell_of_a_dead_worker_is_told_how_many_programs_were_running() -> None:
+    sinks = [_Sink(running) for running in (True, False, True, True)]
+    notices = dict(death_notices(WORKER_DIED + " (x)", sinks))
+    assert notices[sinks[1]] == f"{WORKER_DIED} (x){COLLATERAL}"
+    for sink in (sinks[0], sinks[2], sinks[3]):
+        assert notices[sink] == (
+            f"{WORKER_DIED} (x) while this program was running, as were 2 other programs on "
+            "that worker"
+        )
+    (alone,) = death_notices(WORKER_DIED + " (x)", [_Sink(True)])
+    assert alone[1] == f"{WORKER_DIED} (x){ALONE}"
 
 
 # -- "exclusive" ---------------------------------------------------------------------
