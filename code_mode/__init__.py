@@ -23,6 +23,7 @@ from ._facade import CellFinished, CodeModeSession, NestedTool, Notification, is
 from ._session_runtime import PendingEvent, SessionRuntime, StartedCell
 from ._types import (
     JSON,
+    Audio,
     CellEvent,
     CellId,
     Completed,
@@ -50,6 +51,7 @@ __version__ = "0.1.0"
 __all__ = [
     "JSON",
     "AlreadyTerminating",
+    "Audio",
     "BusyObserver",
     "CellEvent",
     "CellFinished",

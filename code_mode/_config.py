@@ -87,8 +87,12 @@ class RuntimeConfig:
     isolates are hosted (worker processes, warm isolates, recycling) is the engine's
     business: see :class:`~code_mode.EngineConfig`."""
 
-    allow_remote_image_urls: bool = True
-    """Whether ``image()`` accepts ``http(s)://`` URLs; ``False`` allows ``data:`` only."""
+    allow_remote_image_urls: bool = False
+    """Whether ``image()`` (and ``generatedImage()``, ``forward_output()``) accept
+    ``http(s)://`` URLs too. Off by default, as in the reference: images are ``data:``
+    URLs only, and a remote one fails with ``Tool call failed: remote image URLs are not
+    supported in tool outputs. Pass a base64 data URI instead``. Turn it on for hosts
+    whose model API fetches image URLs itself."""
 
     max_output_items: int = attrs.field(default=100_000, validator=positive)
     """Output items (each ``text``, ``image``, ``console.log`` call) a cell may buffer

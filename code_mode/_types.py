@@ -72,13 +72,23 @@ class Text:
 
 @attrs.frozen
 class Image:
-    """An image output item: an ``http(s)://`` or ``data:`` URL and its detail."""
+    """An image output item: a ``data:`` URL (or, with
+    ``RuntimeConfig.allow_remote_image_urls``, an ``http(s)://`` one) and its detail."""
 
     image_url: str
     detail: ImageDetail | None = None
 
 
-OutputItem: TypeAlias = Text | Image
+@attrs.frozen
+class Audio:
+    """An audio output item (``audio(...)`` in a program): always a ``data:`` URL, for
+    example ``data:audio/wav;base64,...``. Hosts pass it on as their API allows (see
+    ``code_mode.model_tools.adapters``)."""
+
+    audio_url: str
+
+
+OutputItem: TypeAlias = Text | Image | Audio
 
 
 @attrs.frozen

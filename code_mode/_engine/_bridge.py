@@ -17,7 +17,7 @@ from typing import Any, Final, NoReturn, TypeAlias
 
 import attrs
 
-from .._types import JSON, Image, ImageDetail, Text
+from .._types import JSON, Audio, Image, ImageDetail, Text
 
 _DETAILS: Final = {detail.value: detail for detail in ImageDetail}
 
@@ -40,7 +40,7 @@ class Started:
 
 @attrs.frozen
 class Output:
-    item: Text | Image
+    item: Text | Image | Audio
     size: int
 
 
@@ -252,6 +252,11 @@ class MessageValidator:
             if detail is None:
                 raise ProtocolViolation("invalid image detail")
             return Output(Image(url, detail), len(url))
+        if kind == "audio":
+            url = _string(message, "audio_url")
+            if not url[:5].lower() == "data:":
+                raise ProtocolViolation("audio must be a data: URL")
+            return Output(Audio(url), len(url))
         if kind == "notify":
             return Notify(_string(message, "text"))
         if kind == "yield":

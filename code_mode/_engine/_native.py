@@ -92,12 +92,17 @@ TASK_TERMINATED: Final = "terminated"
 #: Maglev compiled (on-stack replacement) took 0.3-1.4 ms to stop instead of 0.1-0.3
 #: ms: most of ``terminate()``'s time. No measurable cost on tool calls, a cell's
 #: start, or compute-heavy programs (see docs/performance.md, optimisation 23).
-#: ``--expose-gc-as`` gives the runtime a way to force a full collection before it fails
-#: a cell for its ArrayBuffer memory (``js/buffers.js``); the function is a global of
-#: every context of the process, which the runtime keeps and replaces with ``undefined``
-#: before a program runs. Without it (another user of mini-racer initialised V8 first),
-#: buffers are credited back only after collections V8 makes on its own.
-V8_FLAGS = ("--single-threaded", "--no-maglev", "--expose-gc-as=__code_mode_gc")
+#: ``--expose-gc-as=Atomics`` gives the runtime a way to force a full collection before
+#: it fails a cell for its ArrayBuffer memory (``js/buffers.js``). V8 installs the gc
+#: function in every context under that name; ``Atomics`` already exists there as an
+#: ordinary configurable property, so V8 only replaces its *value*. The runtime takes
+#: the function (``js/builtins.js``) and deletes ``Atomics``, as it does anyway: a
+#: program sees no trace of it (a name of its own, as before, was a global no program
+#: could delete or stop seeing). Without the flag (another user of mini-racer
+#: initialised V8 first) ``Atomics`` is the real object and buffers are credited back
+#: only after collections V8 makes on its own. Other V8 contexts of a process that runs
+#: isolates in threads see the gc function in place of ``Atomics``.
+V8_FLAGS = ("--single-threaded", "--no-maglev", "--expose-gc-as=Atomics")
 
 _dll: Any = None
 _dll_lock = threading.Lock()

@@ -16,6 +16,7 @@ from pathlib import Path
 _PARTS = (
     "builtins.js",
     "output.js",
+    "audio.js",
     "channel.js",
     "cell_state.js",
     "stack_trace.js",

@@ -34,6 +34,9 @@ def _describe(event: CellEvent) -> str:
         elif isinstance(item, Image):
             url = item.image_url if len(item.image_url) < 80 else item.image_url[:77] + "..."
             lines.append(f"[image {url}]")
+        else:
+            url = item.audio_url if len(item.audio_url) < 80 else item.audio_url[:77] + "..."
+            lines.append(f"[audio {url}]")
     if isinstance(event, Pending):
         lines.append(f"(waiting on {', '.join(event.pending_tool_call_ids) or 'nothing'})")
     if isinstance(event, Completed) and event.error_text is not None:

@@ -7,7 +7,8 @@ a host can use them with any runtime wiring and test them without V8.
 * :mod:`.typescript` -- JSON Schema -> TypeScript declarations, MCP result detection,
   JavaScript identifiers of tools;
 * :mod:`.pragma` -- the ``// @exec: {...}`` first line of an ``exec`` input;
-* :mod:`.formatting` -- cell events -> result content items, with token truncation;
+* :mod:`.formatting` -- cell events -> result content items;
+* :mod:`.truncation` -- cutting output to its token budget (:mod:`.audio_tokens`: audio's cost);
 * :mod:`.descriptions` -- the generated ``exec``/``wait`` descriptions;
 * :mod:`.adapters` -- tool definitions and results in OpenAI, Anthropic and MCP shapes.
 """
@@ -20,6 +21,7 @@ from .adapters import (
     anthropic_exec_tool,
     anthropic_tool_result,
     anthropic_wait_tool,
+    audio_note,
     exec_source_from_arguments,
     exec_source_from_call,
     mcp_call_tool_result,
@@ -83,6 +85,7 @@ __all__ = [
     "anthropic_exec_tool",
     "anthropic_tool_result",
     "anthropic_wait_tool",
+    "audio_note",
     "augment_tool_definition",
     "estimate_tokens",
     "exec_description",

@@ -12,15 +12,17 @@ SDK call; nothing imports an SDK. Shapes (as published at the time of writing):
   (``{"type": "function", "name", "description", "parameters", "strict"}``). Results
   go back as ``custom_tool_call_output`` / ``function_call_output`` items whose
   ``output`` is a list of ``input_text`` / ``input_image`` parts; an image always
-  carries a ``detail``.
+  carries a ``detail``. Tool outputs cannot carry audio there: an audio item becomes
+  an ``input_text`` part saying so (:func:`audio_note`).
 * **Anthropic Messages API**. Tools are ``{"name", "description", "input_schema"}``.
   There are no free-text tools, so ``exec`` takes ``{"code": string}`` and its
   description says so. Results are ``tool_result`` blocks with ``text`` and ``image``
-  content (``source`` of type ``base64`` for ``data:`` URLs, ``url`` otherwise).
+  content (``source`` of type ``base64`` for ``data:`` URLs, ``url`` otherwise); an
+  audio item becomes a text block saying so, as the API takes no audio there.
 * **MCP**. Tools are ``{"name", "description", "inputSchema"}``; ``exec`` takes
   ``{"code": string}`` as for Anthropic. Results are ``CallToolResult`` objects with
-  ``text`` and ``image`` content (``data`` base64 + ``mimeType``); MCP has no image
-  URLs, so a remote image becomes a text item naming its URL.
+  ``text``, ``image`` and ``audio`` content (``data`` base64 + ``mimeType``); MCP has
+  no image URLs, so a remote image becomes a text item naming its URL.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from .._types import Image, ImageDetail, OutputItem, ToolDefinition
+from .._types import Audio, Image, ImageDetail, OutputItem, Text, ToolDefinition
 from .descriptions import NamespaceDescription, exec_description, wait_description
 from .pragma import DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_YIELD_TIME_MS, ExecInputError
 
@@ -48,6 +50,7 @@ __all__ = [
     "anthropic_exec_tool",
     "anthropic_tool_result",
     "anthropic_wait_tool",
+    "audio_note",
     "exec_json_parameters",
     "exec_source_from_arguments",
     "mcp_call_tool_result",
@@ -290,7 +293,8 @@ def openai_content(
     items: Sequence[OutputItem], *, allow_original_detail: bool = True
 ) -> list[dict[str, Any]]:
     """Content items as Responses API input parts: ``{"type": "input_text", "text"}``
-    and ``{"type": "input_image", "image_url", "detail"}``.
+    and ``{"type": "input_image", "image_url", "detail"}``; an audio item, which a tool
+    output cannot carry, becomes an ``input_text`` part (:func:`audio_note`).
 
     An image always names its ``detail``: the SDK's type for a custom tool's output
     requires it, so an item without one is sent as ``"auto"`` (the API's default). Set
@@ -298,7 +302,9 @@ def openai_content(
     are sent as ``"auto"`` too rather than failing the request."""
     parts: list[dict[str, Any]] = []
     for item in items:
-        if isinstance(item, Image):
+        if isinstance(item, Audio):
+            parts.append({"type": "input_text", "text": audio_note(item)})
+        elif isinstance(item, Image):
             detail = item.detail
             if detail is ImageDetail.ORIGINAL and not allow_original_detail:
                 detail = None
@@ -385,12 +391,16 @@ def anthropic_wait_tool(*, push: bool = False, idle_floor_ms: int | None = None)
 def anthropic_content(items: Sequence[OutputItem]) -> list[dict[str, Any]]:
     """Content items as Anthropic content blocks: ``{"type": "text", "text"}`` and
     ``{"type": "image", "source": ...}`` with a ``base64`` source for ``data:`` URLs
-    and a ``url`` source otherwise. An image the API would refuse (a type outside
+    and a ``url`` source otherwise; an audio item, which a ``tool_result`` cannot carry,
+    becomes a text block (:func:`audio_note`). An image the API would refuse (a type outside
     :data:`ANTHROPIC_IMAGE_MEDIA_TYPES`, or a malformed ``data:`` URL) becomes a text
     block saying so; image detail has no Anthropic equivalent and is dropped."""
     blocks: list[dict[str, Any]] = []
     for item in items:
-        if not isinstance(item, Image):
+        if isinstance(item, Audio):
+            blocks.append({"type": "text", "text": audio_note(item)})
+            continue
+        if isinstance(item, Text):
             blocks.append({"type": "text", "text": item.text})
             continue
         if not item.image_url.startswith("data:"):
@@ -446,13 +456,21 @@ def mcp_wait_tool(*, push: bool = False, idle_floor_ms: int | None = None) -> di
 
 
 def mcp_content(items: Sequence[OutputItem]) -> list[dict[str, Any]]:
-    """Content items as MCP content blocks: ``{"type": "text", "text"}`` and
-    ``{"type": "image", "data", "mimeType"}`` (base64) for ``data:`` URLs. MCP images
-    carry their bytes, so a remote image, or a ``data:`` URL that cannot be decoded,
-    becomes a text block naming it; detail is dropped."""
+    """Content items as MCP content blocks: ``{"type": "text", "text"}``,
+    ``{"type": "image", "data", "mimeType"}`` (base64) for ``data:`` URLs and
+    ``{"type": "audio", "data", "mimeType"}``. MCP images carry their bytes, so a remote
+    image, or a ``data:`` URL that cannot be decoded, becomes a text block naming it;
+    detail is dropped."""
     blocks: list[dict[str, Any]] = []
     for item in items:
-        if not isinstance(item, Image):
+        if isinstance(item, Audio):
+            audio = _parse_data_url(item.audio_url)
+            if audio is None:
+                blocks.append({"type": "text", "text": "[audio omitted: malformed data URL]"})
+            else:
+                blocks.append({"type": "audio", "data": audio[1], "mimeType": audio[0]})
+            continue
+        if isinstance(item, Text):
             blocks.append({"type": "text", "text": item.text})
             continue
         decoded = _parse_data_url(item.image_url) if item.image_url.startswith("data:") else None
@@ -467,6 +485,18 @@ def mcp_call_tool_result(items: Sequence[OutputItem], *, is_error: bool = False)
     """An MCP ``CallToolResult`` answering an ``exec`` or ``wait`` call. Pass
     ``is_error=not result_succeeded(result)``."""
     return {"content": mcp_content(items), "isError": is_error}
+
+
+def audio_note(item: Audio) -> str:
+    """The text that stands for an audio item where an API takes no audio in tool
+    results (OpenAI's Responses API, Anthropic's Messages API): it says what was left
+    out, so the model knows a clip exists and can ask for it another way, e.g.
+    ``[audio omitted: audio/wav, 48044 bytes; this API takes no audio in tool results]``."""
+    decoded = _parse_data_url(item.audio_url)
+    if decoded is None:
+        return "[audio omitted: malformed data URL; this API takes no audio in tool results]"
+    size = len(decoded[1]) * 3 // 4 - decoded[1][-2:].count("=")
+    return f"[audio omitted: {decoded[0]}, {size} bytes; this API takes no audio in tool results]"
 
 
 def _parse_data_url(url: str) -> tuple[str, str] | None:

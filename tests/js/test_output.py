@@ -34,7 +34,14 @@ IMAGE_EXPECTS = (
     " or a raw MCP image block"
 )
 URL_SCHEME = "image expects an http(s) or data URL"
-REMOTE_DISABLED = "image expects a data URL (remote image URLs are disabled)"
+# The reference's texts for data-only images (openai/codex
+# codex-rs/code-mode-runtime/src/runtime/value.rs, commit c09df9e35319 "Reject remote
+# image URLs from output helpers").
+REMOTE = (
+    "Tool call failed: remote image URLs are not supported in tool outputs. Pass a base64"
+    " data URI instead"
+)
+INVALID = "Tool call failed: invalid image output. Pass a base64 data URI instead"
 DETAIL_VALUES = "image detail must be one of: auto, low, high, original"
 DETAIL_STRING = "image detail must be a string when provided"
 MCP_DATA = "image expected MCP image data"
@@ -69,11 +76,15 @@ def mr() -> Iterator[MiniRacer]:
 
 
 def call(mr: MiniRacer, expr: str) -> dict[str, Any]:
-    """Evaluate ``expr``; ``{"ok": value}`` or ``{"err": message, "name": ..., ...}``."""
+    """Evaluate ``expr``; ``{"ok": value}`` or ``{"err": message, "name": ..., ...}``.
+
+    A helper's own failure is a plain string (as the reference's helpers throw):
+    ``name`` is then ``"string"`` and ``err`` the string itself."""
     return mr.execute(
         "(function () { try { return {ok: (" + expr + ")}; } catch (e) {"
+        " if (typeof e === 'string') return {err: e, name: 'string', plain: true};"
         " return {err: String(e && e.message), name: e && e.name,"
-        " stack: e && e.stack, isError: e instanceof Error}; } })()"
+        " stack: e && e.stack, isError: e instanceof Error, plain: false}; } })()"
     )
 
 
@@ -274,41 +285,50 @@ def test_image_item_uses_the_real_arguments_length(mr: MiniRacer) -> None:
 
 
 IMAGE_ERROR_CASES = [
-    ("", True, IMAGE_EXPECTS, "TypeError"),
-    ("undefined", True, IMAGE_EXPECTS, "TypeError"),
-    ("null", True, IMAGE_EXPECTS, "TypeError"),
-    ("42", True, IMAGE_EXPECTS, "TypeError"),
-    ("true", True, IMAGE_EXPECTS, "TypeError"),
-    ('["https://x"]', True, IMAGE_EXPECTS, "TypeError"),
-    ('""', True, IMAGE_EXPECTS, "TypeError"),
-    ("{}", True, IMAGE_EXPECTS, "TypeError"),
-    ('{content: [{type: "image", data: "AAA"}], isError: false}', True, IMAGE_EXPECTS, None),
-    ("{image_url: 5}", True, IMAGE_EXPECTS, "TypeError"),
-    ("{image_url: null}", True, IMAGE_EXPECTS, "TypeError"),
-    ('{image_url: ""}', True, IMAGE_EXPECTS, "TypeError"),
-    ("{type: 5, data: 'AAA'}", True, IMAGE_EXPECTS, "TypeError"),
-    ("() => 1", True, IMAGE_EXPECTS, "TypeError"),
-    ("{toJSON() { return undefined; }}", True, IMAGE_EXPECTS, "TypeError"),
-    ("new Date(0)", True, IMAGE_EXPECTS, "TypeError"),
-    ('{type: "text", text: "x"}', True, 'image only accepts MCP image blocks, got "text"', "Error"),
-    ('{type: "image"}', True, MCP_DATA, "Error"),
-    ('{type: "image", data: ""}', True, MCP_DATA, "Error"),
-    ('{type: "image", data: 5}', True, MCP_DATA, "Error"),
-    ('"ftp://x"', True, URL_SCHEME, "Error"),
-    ('"example.com/a.png"', True, URL_SCHEME, "Error"),
-    ('"https:/x"', True, URL_SCHEME, "Error"),
-    ('{image_url: "file:///etc/passwd"}', True, URL_SCHEME, "Error"),
-    ('"https://x", "medium"', True, DETAIL_VALUES, "Error"),
-    ('"https://x", ""', True, DETAIL_VALUES, "Error"),
-    ('{image_url: "https://x", detail: "huge"}', True, DETAIL_VALUES, "Error"),
-    ('"https://x", 5', True, DETAIL_STRING, "TypeError"),
-    ("5, 5", True, DETAIL_STRING, "TypeError"),
-    ('"ftp://x", "bogus"', True, URL_SCHEME, "Error"),
-    ('{image_url: "https://x", detail: 5}', True, DETAIL_STRING, "TypeError"),
-    ('"https://x"', False, REMOTE_DISABLED, "Error"),
-    ('"HTTP://x"', False, REMOTE_DISABLED, "Error"),
-    ('{image_url: "https://x", detail: "low"}', False, REMOTE_DISABLED, "Error"),
-    ('"ftp://x"', False, URL_SCHEME, "Error"),
+    ("", True, IMAGE_EXPECTS, "string"),
+    ("undefined", True, IMAGE_EXPECTS, "string"),
+    ("null", True, IMAGE_EXPECTS, "string"),
+    ("42", True, IMAGE_EXPECTS, "string"),
+    ("true", True, IMAGE_EXPECTS, "string"),
+    ('["https://x"]', True, IMAGE_EXPECTS, "string"),
+    ('""', True, IMAGE_EXPECTS, "string"),
+    ("{}", True, IMAGE_EXPECTS, "string"),
+    ('{content: [{type: "image", data: "AAA"}], isError: false}', True, IMAGE_EXPECTS, "string"),
+    ("{image_url: 5}", True, IMAGE_EXPECTS, "string"),
+    ("{image_url: null}", True, IMAGE_EXPECTS, "string"),
+    ('{image_url: ""}', True, IMAGE_EXPECTS, "string"),
+    ("{type: 5, data: 'AAA'}", True, IMAGE_EXPECTS, "string"),
+    ("() => 1", True, IMAGE_EXPECTS, "string"),
+    ("{toJSON() { return undefined; }}", True, IMAGE_EXPECTS, "string"),
+    ("new Date(0)", True, IMAGE_EXPECTS, "string"),
+    (
+        '{type: "text", text: "x"}',
+        True,
+        'image only accepts MCP image blocks, got "text"',
+        "string",
+    ),
+    ('{type: "image"}', True, MCP_DATA, "string"),
+    ('{type: "image", data: ""}', True, MCP_DATA, "string"),
+    ('{type: "image", data: 5}', True, MCP_DATA, "string"),
+    ('"ftp://x"', True, URL_SCHEME, "string"),
+    ('"example.com/a.png"', True, URL_SCHEME, "string"),
+    ('"https:/x"', True, URL_SCHEME, "string"),
+    ('{image_url: "file:///etc/passwd"}', True, URL_SCHEME, "string"),
+    ('"https://x", "medium"', True, DETAIL_VALUES, "string"),
+    ('"https://x", ""', True, DETAIL_VALUES, "string"),
+    ('{image_url: "https://x", detail: "huge"}', True, DETAIL_VALUES, "string"),
+    ('"https://x", 5', True, DETAIL_STRING, "string"),
+    ("5, 5", True, DETAIL_STRING, "string"),
+    ('"ftp://x", "bogus"', True, URL_SCHEME, "string"),
+    ('{image_url: "https://x", detail: 5}', True, DETAIL_STRING, "string"),
+    ('"https://x"', False, REMOTE, "string"),
+    ('"HTTP://x"', False, REMOTE, "string"),
+    ('"http:x"', False, REMOTE, "string"),
+    ('{image_url: "https://x", detail: "low"}', False, REMOTE, "string"),
+    ('"ftp://x"', False, INVALID, "string"),
+    ('"file:///etc/passwd"', False, INVALID, "string"),
+    ('"example.com/a.png"', False, INVALID, "string"),
+    ('""', False, IMAGE_EXPECTS, "string"),
     ('{type: "image", data: 1n}', True, "Do not know how to serialize a BigInt", "TypeError"),
     ('{get image_url() { throw new Error("iu"); }}', True, "iu", "Error"),
 ]
@@ -320,14 +340,14 @@ def test_image_item_errors(
 ) -> None:
     result = err(mr, f"__t.cmImageItem([{args}], {json.dumps(allow_remote)})")
     assert result["err"] == message
-    assert result["isError"]
-    if name is not None:
-        assert result["name"] == name
+    assert result["name"] == name
 
 
-def test_helper_errors_have_the_message_as_their_stack(mr: MiniRacer) -> None:
+def test_helper_errors_are_their_message_as_a_plain_string(mr: MiniRacer) -> None:
+    """The reference's helpers throw a ``v8::String`` (``throw_type_error`` in
+    codex-rs/code-mode-runtime/src/runtime/value.rs, commit 4f39251a010a)."""
     result = err(mr, '__t.cmImageItem(["ftp://x"], true)')
-    assert result["stack"] == URL_SCHEME
+    assert result == {"err": URL_SCHEME, "name": "string", "plain": True}
     assert ok(
         mr,
         "(() => { try { __t.cmImageItem([], true); } catch (e) { return __t.cmErrorText(e); } })()",
@@ -449,8 +469,9 @@ FORWARD_ERROR_CASES = [
     ('{image_url: ""}', True, IMAGE_EXPECTS),
     ('{image_url: "https://x", detail: "huge"}', True, DETAIL_VALUES),
     ('{image_url: "https://x", detail: 1}', True, DETAIL_STRING),
-    ('{image_url: "https://x"}', False, REMOTE_DISABLED),
-    ('{content: [{type: "input_image", image_url: "HTTP://x"}]}', False, REMOTE_DISABLED),
+    ('{image_url: "https://x"}', False, REMOTE),
+    ('{content: [{type: "input_image", image_url: "HTTP://x"}]}', False, REMOTE),
+    ('{image_url: "ftp://x"}', False, INVALID),
     ("{a: 1n}", True, "Do not know how to serialize a BigInt"),
     ('"ok", {content: "bad"}', True, "output expected `content` to be an array"),
 ]
@@ -460,7 +481,9 @@ FORWARD_ERROR_CASES = [
 def test_forward_output_errors(mr: MiniRacer, args: str, allow_remote: bool, message: str) -> None:
     result = err(mr, f"__t.cmForwardOutputItems([{args}], {json.dumps(allow_remote)})")
     assert result["err"] == message
-    assert result["isError"]
+    # The helper's own failures are plain strings; JSON.stringify's (a BigInt) is the
+    # engine's TypeError, which the global turns into its text (globals.js).
+    assert result["plain"] is (not message.startswith("Do not know"))
 
 
 def test_forward_output_cycle_is_the_engine_type_error(mr: MiniRacer) -> None:
@@ -510,9 +533,7 @@ def test_notify_text(mr: MiniRacer, expr: str, expected: str) -> None:
 @pytest.mark.parametrize("expr", ['""', '"   "', '"\\n\\t "', '"\\u00a0"'])
 def test_notify_text_rejects_empty(mr: MiniRacer, expr: str) -> None:
     result = err(mr, f"__t.cmNotifyText({expr})")
-    assert result["err"] == NOTIFY_EMPTY
-    assert result["name"] == "Error"
-    assert result["stack"] == NOTIFY_EMPTY
+    assert result == {"err": NOTIFY_EMPTY, "name": "string", "plain": True}
 
 
 # ---------------------------------------------------------------------------
@@ -595,7 +616,10 @@ def polluted() -> Iterator[MiniRacer]:
 
 
 def _catch(expr: str) -> str:
-    return f"(() => {{ try {{ {expr}; return 'no error'; }} catch (e) {{ return e.message; }} }})()"
+    return (
+        f"(() => {{ try {{ {expr}; return 'no error'; }} catch (e) {{"
+        " return typeof e === 'string' ? e : e.message; } })()"
+    )
 
 
 POLLUTED_CASES = [
@@ -621,7 +645,8 @@ POLLUTED_CASES = [
         "3:t:data:application/octet-stream;base64,AAA:o",
     ),
     (_catch('__t.cmImageItem(["ftp://x"], true)'), URL_SCHEME),
-    (_catch('__t.cmImageItem(["https://x"], false)'), REMOTE_DISABLED),
+    (_catch('__t.cmImageItem(["https://x"], false)'), REMOTE),
+    (_catch('__t.cmImageItem(["nope"], false)'), INVALID),
     (_catch('__t.cmImageItem(["https://x", "huge"], true)'), DETAIL_VALUES),
     (
         _catch('__t.cmForwardOutputItems([{content: "x"}], true)'),

@@ -60,18 +60,6 @@ const rtGetter = (function rtGetter(object, key) {
 const rtBufferByteLength = rtGetter(rtBufferPrototype, "byteLength");
 const rtTypedArrayTag = rtGetter(rtTypedArrayPrototype, Symbol.toStringTag);
 
-// V8's gc extension, exposed as `__code_mode_gc`: a global function declaration, which
-// cannot be deleted. The runtime keeps the function and leaves `undefined` behind.
-const rtCollectGarbage =
-  typeof rtGlobal.__code_mode_gc === "function" ? rtGlobal.__code_mode_gc : null;
-if (rtCollectGarbage !== null) {
-  rtObjectDefineProperty(rtGlobal, "__code_mode_gc", {
-    __proto__: null,
-    value: undefined,
-    writable: false,
-  });
-}
-
 let rtBufferLimit = Infinity; // memory_limit_bytes, set by the start command
 const RT_ELEMENT_SIZE = { __proto__: null }; // typed-array name -> bytes per element
 const RT_MEMORY_MESSAGE = '{"t":"memory"}';

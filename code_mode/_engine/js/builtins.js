@@ -5,6 +5,7 @@
 // one strict-mode function that runs before any user code, so they share one closure:
 //   builtins.js     every built-in the runtime uses, captured before any program runs
 //   output.js       how values become output items and error text (`cm*` helpers)
+//   audio.js        how audio() arguments become items (and short WAV clips a note)
 //   channel.js      the outgoing channel: the queue of messages and the doorbells
 //   cell_state.js   the cell's state, its completion (rtFinish), the JSON data checks
 //   stack_trace.js  stack traces that show the program's own frames only
@@ -121,6 +122,11 @@ const rtArrayBuffer = ArrayBuffer;
 const rtInt32Array = Int32Array;
 const rtUint8Array = Uint8Array;
 const rtUint16Array = Uint16Array;
+
+// V8's gc extension (see V8_FLAGS in _native.py), installed in place of `Atomics`'s
+// value: taken here, before install.js deletes `Atomics`, for buffers.js. Without the
+// flag `Atomics` is the real object, and there is no way to force a collection.
+const rtCollectGarbage = typeof rtGlobal.Atomics === "function" ? rtGlobal.Atomics : null;
 
 // `charCodeAt` as a plain function of (string, index): one call per character, with no
 // argument array (rtJsonProblem scans whole stored values with it).

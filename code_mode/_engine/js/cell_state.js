@@ -13,20 +13,13 @@ let rtStored = new rtMap(); // key -> JSON text (snapshot + this cell's writes)
 const rtWrites = new rtMap(); // key -> JSON text
 let rtStoredLimits = { entries: 256, bytes: 8388608 };
 let rtMaxJsonDepth = 128;
-let rtAllowRemoteImages = true;
+let rtAllowRemoteImages = false; // RuntimeConfig.allow_remote_image_urls
 
-// A helper's own failure: an Error whose `stack` is its message alone, so an uncaught
-// one reads as exactly that text (no internal frames).
+// A helper's own failure: the plain string `message`, thrown (or rejected with) as is,
+// as in the reference; an uncaught one reads as exactly that text. (`ctor` names the
+// error the reference's prose would call it, a TypeError for a wrong argument type.)
 function rtHelperError(message, ctor) {
-  const error = new (ctor || rtError)(message);
-  rtObjectDefineProperty(error, "stack", {
-    __proto__: null, // descriptors ignore a program's `Object.prototype.get` etc.
-    value: message,
-    writable: true,
-    configurable: true,
-    enumerable: false,
-  });
-  return error;
+  return message;
 }
 
 const rtFinish = (function rtFinish(errorText) {

@@ -108,6 +108,6 @@ const rtSendRaw = (function rtSendRaw(json, urgent) {
 // `Object.prototype.toJSON` cannot change how it serializes.
 function rtSend(message) {
   rtObjectSetPrototypeOf(message, null);
-  const urgent = message.t !== "text" && message.t !== "image";
+  const urgent = message.t !== "text" && message.t !== "image" && message.t !== "audio";
   rtSendRaw(rtReflectApply(rtJSONStringify, undefined, [message]), urgent);
 }

@@ -7,7 +7,7 @@ function rtSettleTool(command) {
   rtReflectApply(rtMapDelete, rtPendingTools, [command.id]);
   if (rtFinished) return;
   if (command.ok) pending.resolve(command.value);
-  else pending.reject(rtHelperError(rtString(command.message)));
+  else pending.reject(rtString(command.message)); // a plain string, as the reference
 }
 
 function rtFire(id) {
@@ -31,7 +31,9 @@ function rtDrain() {
   for (let i = 0; i < rtQueue.length; i++) {
     const json = rtQueue[i];
     const head = rtReflectApply(rtStringSlice, json, [0, 12]);
-    if (head === '{"t":"text",' || head === '{"t":"image"') output = true;
+    if (head === '{"t":"text",' || head === '{"t":"image"' || head === '{"t":"audio"') {
+      output = true;
+    }
     else if (json !== RT_STARTED) continue;
     rtReflectApply(rtArrayPush, kept, [json]);
   }

@@ -1,19 +1,37 @@
 // The globals a program calls, except `tools` (tools.js): output (`text`, `image`,
-// `forward_output`, `console`), `store` / `load`, timers, `notify`, `yield_control`
-// and `exit`. rtDefineGlobals, at the end, lists them all; install.js calls it.
+// `audio`, `generatedImage`, `forward_output`, `console`), `store` / `load`, timers,
+// `notify`, `yield_control` and `exit`. rtDefineGlobals, at the end, lists them all;
+// install.js calls it.
+//
+// What a helper throws is a plain string, as in the reference: its own failures are
+// strings already (cmOutFail, rtHelperError), and an exception of the language on the
+// way (JSON.stringify of a cycle or a BigInt, a throwing getter) becomes its error
+// text (rtPlainFailure): `String(e)` is the message, with no `Error: ` in front.
 
+// Ordinary properties, as the reference's globals are: enumerable, so that
+// `Object.keys(globalThis)` lists them.
 const rtDefineGlobal = (function rtDefineGlobal(name, value) {
   rtObjectDefineProperty(rtGlobal, name, {
     value,
     writable: true,
     configurable: true,
-    enumerable: false,
+    enumerable: true,
   });
 });
 
+// What a helper throws for `error`: a string as is, anything else as its error text.
+function rtPlainFailure(error) {
+  return typeof error === "string" ? error : cmErrorText(error);
+}
+
 const rtText = (function rtText(value) {
   if (rtFinished) return undefined;
-  const item = cmTextItem(value);
+  let item;
+  try {
+    item = cmTextItem(value);
+  } catch (error) {
+    throw rtPlainFailure(error);
+  }
   rtSendRaw(
     rtReflectApply(rtJSONStringify, undefined, [{ __proto__: null, t: "text", text: item.text }]),
     false,
@@ -23,7 +41,12 @@ const rtText = (function rtText(value) {
 
 function rtImage() {
   if (rtFinished) return undefined;
-  const item = cmImageItem(arguments, rtAllowRemoteImages);
+  let item;
+  try {
+    item = cmImageItem(arguments, rtAllowRemoteImages);
+  } catch (error) {
+    throw rtPlainFailure(error);
+  }
   rtSend({ t: "image", image_url: item.image_url, detail: item.detail });
   return undefined;
 }
@@ -32,27 +55,69 @@ function rtSendItems(items) {
   for (let i = 0; i < items.length; i++) {
     const item = items[i];
     if (item.type === "text") rtSend({ t: "text", text: item.text });
+    else if (item.type === "audio") rtSend({ t: "audio", audio_url: item.audio_url });
     else rtSend({ t: "image", image_url: item.image_url, detail: item.detail });
   }
 }
 
+function rtAudio() {
+  if (rtFinished) return undefined;
+  let item;
+  try {
+    item = cmAudioItem(arguments);
+  } catch (error) {
+    throw rtPlainFailure(error);
+  }
+  rtSendItems([item]);
+  return undefined;
+}
+
+function rtGeneratedImage() {
+  if (rtFinished) return undefined;
+  let items;
+  try {
+    items = cmGeneratedImageItems(arguments, rtAllowRemoteImages);
+  } catch (error) {
+    throw rtPlainFailure(error);
+  }
+  rtSendItems(items);
+  return undefined;
+}
+
 function rtForwardOutput() {
   if (rtFinished) return undefined;
-  rtSendItems(cmForwardOutputItems(arguments, rtAllowRemoteImages));
+  let items;
+  try {
+    items = cmForwardOutputItems(arguments, rtAllowRemoteImages);
+  } catch (error) {
+    throw rtPlainFailure(error);
+  }
+  rtSendItems(items);
   return undefined;
 }
 
 const rtConsoleMethod = (function rtConsoleMethod() {
   return function () {
     if (rtFinished) return undefined;
-    rtSend({ t: "text", text: cmConsoleText(arguments) });
+    let text;
+    try {
+      text = cmConsoleText(arguments);
+    } catch (error) {
+      throw rtPlainFailure(error);
+    }
+    rtSend({ t: "text", text });
     return undefined;
   };
 });
 
 function rtNotify(value) {
   if (rtFinished) return undefined;
-  const text = cmNotifyText(value);
+  let text;
+  try {
+    text = cmNotifyText(value);
+  } catch (error) {
+    throw rtPlainFailure(error);
+  }
   rtSend({ t: "notify", text });
   return undefined;
 }
@@ -79,7 +144,12 @@ function rtStoreKey(key, what) {
 function rtStore(key, value) {
   const k = rtStoreKey(key, "store");
   if (rtFinished) return undefined;
-  const json = rtReflectApply(rtJSONStringify, undefined, [value]);
+  let json;
+  try {
+    json = rtReflectApply(rtJSONStringify, undefined, [value]);
+  } catch (error) {
+    throw rtPlainFailure(error);
+  }
   if (json === undefined) {
     throw rtHelperError(
       "Unable to store " +
@@ -156,7 +226,7 @@ function rtClearTimeout(id) {
 // The globals a program sees, except what depends on its start command (`tools`,
 // `ALL_TOOLS`: placeholders until rtStart defines them). Defined with the prelude
 // (install.js calls this), which a warm isolate has evaluated before a cell takes it:
-// a cell's start then defines two globals instead of thirteen. They are what rtStart
+// a cell's start then defines two globals instead of fifteen. They are what rtStart
 // would define (no value depends on the cell), and no program runs before its start
 // command.
 const rtDefineGlobals = (function rtDefineGlobals() {
@@ -173,8 +243,10 @@ const rtDefineGlobals = (function rtDefineGlobals() {
   rtDefineGlobal("setTimeout", rtSetTimeout);
   rtDefineGlobal("text", rtText);
   rtDefineGlobal("image", rtImage);
-  rtDefineGlobal("forward_output", rtForwardOutput);
-  rtDefineGlobal("console", console);
+  rtDefineGlobal("audio", rtAudio);
+  rtDefineGlobal("generatedImage", rtGeneratedImage);
+  rtDefineGlobal("forward_output", rtForwardOutput); // ours, not the reference's
+  rtDefineGlobal("console", console); // ours, not the reference's
   rtDefineGlobal("store", rtStore);
   rtDefineGlobal("load", rtLoad);
   rtDefineGlobal("notify", rtNotify);

@@ -9,8 +9,10 @@
 // (JSON.stringify still honours `toJSON` and getters: that is part of the output-text
 // rule.) tests/js/test_output.py loads builtins.js and this file alone.
 //
-// Items: {type: "text", text} and {type: "image", image_url, detail}; `detail` is
-// always one of "auto", "low", "high", "original" (default "high").
+// Items: {type: "text", text}, {type: "image", image_url, detail} (`detail` always one of
+// "auto", "low", "high", "original"; default "high") and {type: "audio", audio_url}.
+// A helper's own failure is thrown as a plain string, its message (cmOutFail), as the
+// reference's helpers do: `catch (e)` gets the text, `e.message` is undefined.
 //
 // `const f = (function f() {...});` marks a function that every cell's start runs
 // (`text` output): compiled ahead, with the prelude (see "Compiled ahead" in
@@ -20,7 +22,10 @@ const cmOutImageExpects =
   "image expects a non-empty image URL string, an object with image_url and optional " +
   "detail, or a raw MCP image block";
 const cmOutImageUrlScheme = "image expects an http(s) or data URL";
-const cmOutImageRemoteDisabled = "image expects a data URL (remote image URLs are disabled)";
+const cmOutImageRemote =
+  "Tool call failed: remote image URLs are not supported in tool outputs. Pass a base64 " +
+  "data URI instead";
+const cmOutImageInvalid = "Tool call failed: invalid image output. Pass a base64 data URI instead";
 const cmOutDetailValues = "image detail must be one of: auto, low, high, original";
 const cmOutDetailString = "image detail must be a string when provided";
 const cmOutMcpImageData = "image expected MCP image data";
@@ -36,18 +41,11 @@ const cmOutDetailMetaKey = "codex/imageDetail";
 // ---------------------------------------------------------------------------
 // Small, pollution-proof primitives.
 
-// A helper's own failure: an Error (or TypeError) whose `message` is the text and whose
-// `stack` is that text alone, so an uncaught one reads as exactly the message.
+// A helper's own failure: the plain string `message` (thrown as is), so that an
+// uncaught one reads as exactly the message. `ctor` only says which error the
+// reference would name in prose (TypeError for a wrong argument type).
 function cmOutFail(ctor, message) {
-  const error = new ctor(message);
-  rtReflectDefineProperty(error, "stack", {
-    __proto__: null,
-    value: message,
-    writable: true,
-    enumerable: false,
-    configurable: true,
-  });
-  return error;
+  return message;
 }
 
 function cmOutPush(array, value) {
@@ -147,14 +145,30 @@ function cmOutImage(imageUrl, detail) {
 // ---------------------------------------------------------------------------
 // Shared image rules.
 
+// `data:` URLs only (the reference's rule), or, with remote URLs allowed
+// (RuntimeConfig.allow_remote_image_urls), also `http://` and `https://` ones.
 function cmOutCheckImageUrl(url, allowRemote) {
   if (url === "") throw cmOutFail(rtTypeError, cmOutImageExpects);
-  if (cmOutStartsWithAsciiCI(url, "http://") || cmOutStartsWithAsciiCI(url, "https://")) {
-    if (allowRemote === false) throw cmOutFail(rtError, cmOutImageRemoteDisabled);
-    return;
+  if (allowRemote === true) {
+    if (cmOutStartsWithAsciiCI(url, "http://") || cmOutStartsWithAsciiCI(url, "https://")) {
+      return;
+    }
+    if (cmOutStartsWithAsciiCI(url, "data:")) return;
+    throw cmOutFail(rtError, cmOutImageUrlScheme);
   }
-  if (cmOutStartsWithAsciiCI(url, "data:")) return;
-  throw cmOutFail(rtError, cmOutImageUrlScheme);
+  const scheme = cmOutScheme(url);
+  if (scheme === "http" || scheme === "https") throw cmOutFail(rtError, cmOutImageRemote);
+  if (scheme !== "data") throw cmOutFail(rtError, cmOutImageInvalid);
+}
+
+// The ASCII-lower-cased part of `url` before its first `:`; undefined without one.
+function cmOutScheme(url) {
+  for (let i = 0; i < url.length; i++) {
+    if (rtReflectApply(rtStringCharCodeAt, url, [i]) === 58) {
+      return cmOutAsciiLower(rtReflectApply(rtStringSlice, url, [0, i]));
+    }
+  }
+  return undefined;
 }
 
 // A detail string, ASCII-case-insensitive; returns the lower-cased value or undefined.
@@ -214,7 +228,7 @@ const cmTextItem = (function cmTextItem(value) {
 });
 
 // image(urlOrItem, detail?) with `args` the call's `arguments`.
-// `allowRemote === false` admits data: URLs only.
+// `allowRemote === true` admits http(s) URLs too (see cmOutCheckImageUrl).
 function cmImageItem(args, allowRemote) {
   let override;
   if (args.length >= 2) {
@@ -265,6 +279,28 @@ function cmImageItem(args, allowRemote) {
   cmOutCheckImageUrl(url, allowRemote);
   const detail = override !== undefined ? override : embedded;
   return cmOutImage(url, detail === undefined ? "high" : cmOutParseDetail(detail));
+}
+
+// generatedImage(result) with `args` the call's `arguments`: the image item of
+// `result` (as image(result) with no detail argument), then its `output_hint`, if any,
+// as a text item. The hint is checked first, as the reference does.
+function cmGeneratedImageItems(args, allowRemote) {
+  const value = args.length >= 1 ? args[0] : undefined;
+  if (!cmOutIsObjectLike(value)) {
+    throw cmOutFail(rtTypeError, "generatedImage expects an image generation result object");
+  }
+  let hint;
+  try {
+    hint = value.output_hint;
+  } catch {
+    throw cmOutFail(rtError, "failed to read generatedImage output_hint");
+  }
+  if (hint !== undefined && typeof hint !== "string") {
+    throw cmOutFail(rtTypeError, "generatedImage output_hint must be a string when provided");
+  }
+  const items = [cmImageItem([value], allowRemote)];
+  if (hint !== undefined) cmOutPush(items, cmOutText(hint));
+  return items;
 }
 
 // The image-url rule of forward_output.

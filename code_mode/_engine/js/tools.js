@@ -7,8 +7,13 @@ const rtMakeTool = (function rtMakeTool(ident, kind) {
     if (rtFinished) return rtNever();
     let json;
     if (input !== undefined) {
-      // Throws synchronously (BigInt, cycles, throwing toJSON), as documented.
-      json = rtReflectApply(rtJSONStringify, undefined, [input]);
+      // Throws synchronously (BigInt, cycles, throwing toJSON), as documented: the
+      // error's text, a plain string (see globals.js).
+      try {
+        json = rtReflectApply(rtJSONStringify, undefined, [input]);
+      } catch (error) {
+        throw rtPlainFailure(error);
+      }
     }
     if (kind === "function") {
       if (json === undefined) json = "{}";
