@@ -27,6 +27,7 @@ import trio
 from .._config import RuntimeConfig
 from ._backend import IsolateHandle, IsolateSource
 from ._bridge import EngineEvent, Finished, MessageValidator, Output, ProtocolViolation, dumps
+from ._module_source import module_source
 from ._native import (
     FIRST_PROGRAM_TAG,
     QUEUED,
@@ -183,9 +184,16 @@ class Isolate:
             max_json_depth=self._config.max_json_depth,
         )
         settings = _start_settings(self._config)
+        # The module syntax a function body does not take (see _module_source.py);
+        # every character stays where it was, so syntax errors keep their positions.
+        module = module_source(source)
+        if module.import_error is not None:
+            settings += ',"import_error":' + dumps(module.import_error)
+        if module.hidden_parameters:
+            settings += ',"hidden":true'
         self._send_text(
             '{"t":"start","source":'
-            + dumps(source)
+            + dumps(module.body)
             + ',"tools":'
             + dumps(tools)
             + settings

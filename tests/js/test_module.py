@@ -326,7 +326,11 @@ async def test_output_before_an_error_is_kept(isolation: str) -> None:
             'Unable to store "k". Only plain serializable objects can be stored.',
         ),
         ('notify("   ");', "notify expects non-empty text"),
-        ('image("ftp://example.com/a.png");', "image expects an http(s) or data URL"),
+        (
+            'image("ftp://example.com/a.png");',
+            "Tool call failed: invalid image output. Pass a base64 data URI instead",
+        ),
+        ('await import("fs");', "unsupported import in exec"),
         ("await tools.missing({});", "tool `missing` is not enabled in exec"),
     ],
 )

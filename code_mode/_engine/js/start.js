@@ -1,25 +1,50 @@
 // Starting the program: the start command sets the cell's limits, stored values and
 // tools, then compiles the program as the body of an async function and runs it; its
 // promise settling finishes the cell.
-
-// A static import (or `export ... from`) at the start of a line or after a `;`.
-const rtImportPattern = /(?:^|;)\s*(?:import\s*(?:[\w$*{}\s,]+?\s*from\s*)?|export\s+[\w$*{}\s,]*?\s*from\s*)(['"])([^'"]*)\1/m;
+//
+// Module syntax: the host has rewritten what a module accepts and a function body
+// does not (_engine/_module_source.py). A static import arrives as `import_error`:
+// the rest is compiled (a syntax error wins) and the cell then fails with it before
+// anything runs. `import(...)` and `import.meta` arrive as calls of, and reads from,
+// the two parameters below (`hidden`: the program uses them).
 
 const rtBody = (function rtBody(source) {
   return RT_PREFIX + source + "\n//# sourceURL=" + RT_FILE;
 });
 
-// The program compiled, or a string: why it cannot run; `null` for a syntax error,
-// which rtThrowSyntaxError reports.
-const rtCompile = (function rtCompile(source) {
+const RT_HIDDEN_PARAMETERS = ["$cmIm$", "$cmIM$"];
+
+// `import(specifier)`: the promise the reference's module loader gives, rejected with
+// its plain string (or with the error of turning the specifier into a string).
+function rtDynamicImport(specifier) {
   try {
-    return new rtAsyncFunction(rtBody(source));
+    "" + specifier; // ToString, which throws for a symbol (String() would not)
   } catch (error) {
-    if (error instanceof rtSyntaxError) {
-      const match = rtReflectApply(rtRegExpExec, rtImportPattern, [source]);
-      if (match !== null) return "Unsupported import in exec: " + match[2];
-      return null;
-    }
+    return rtReflectApply(rtPromiseReject, rtPromise, [error]);
+  }
+  return rtReflectApply(rtPromiseReject, rtPromise, ["unsupported import in exec"]);
+}
+
+// `import.meta`: an object without prototype or properties, the same for the whole
+// program, as V8 makes it for a module whose host adds nothing.
+function rtImportMetaHolder() {
+  return rtObjectFreeze({ __proto__: null, meta: { __proto__: null } });
+}
+
+// The program's function (`hidden`: it takes the two parameters above).
+const rtNewProgram = (function rtNewProgram(source, hidden) {
+  if (hidden) {
+    return new rtAsyncFunction(RT_HIDDEN_PARAMETERS[0], RT_HIDDEN_PARAMETERS[1], rtBody(source));
+  }
+  return new rtAsyncFunction(rtBody(source));
+});
+
+// The program compiled, or null for a syntax error, which rtThrowSyntaxError reports.
+const rtCompile = (function rtCompile(source, hidden) {
+  try {
+    return rtNewProgram(source, hidden);
+  } catch (error) {
+    if (error instanceof rtSyntaxError) return null;
     return cmErrorText(error);
   }
 });
@@ -33,19 +58,20 @@ const rtCompile = (function rtCompile(source) {
 // message is the same; V8's lines are the program's plus RT_LINE_OFFSET, and its
 // first line starts with RT_PREFIX.
 let rtSyntaxErrorSource = null;
+let rtSyntaxErrorHidden = false;
 
 function rtThrowSyntaxError() {
   const source = rtSyntaxErrorSource;
   rtSyntaxErrorSource = null;
   rtFlush();
-  new rtAsyncFunction(rtBody(source));
+  rtNewProgram(source, rtSyntaxErrorHidden);
   rtFinish("SyntaxError: the program does not parse"); // not reached: it fails again
 }
 
 const rtStart = (function rtStart(command) {
   if (rtStarted) return;
   rtStarted = true;
-  rtAllowRemoteImages = command.allow_remote_images !== false;
+  rtAllowRemoteImages = command.allow_remote_images === true;
   rtStoredLimits = { entries: command.max_stored_entries, bytes: command.max_stored_bytes };
   rtMaxJsonDepth = command.max_json_depth;
   rtBufferLimit = command.memory_limit_bytes; // see buffers.js
@@ -72,18 +98,24 @@ const rtStart = (function rtStart(command) {
   // window from when it posted this start command to the idle isolate, so a program
   // that computes for a long time first still yields on time.
   rtEnqueue(RT_STARTED, false);
-  const compiled = rtCompile(command.source);
+  const hidden = command.hidden === true;
+  const compiled = rtCompile(command.source, hidden);
   if (compiled === null) {
     rtSyntaxErrorSource = command.source;
+    rtSyntaxErrorHidden = hidden;
     return;
   }
   if (typeof compiled === "string") {
     rtFinish(compiled);
     return;
   }
+  if (typeof command.import_error === "string") {
+    rtFinish(command.import_error);
+    return;
+  }
   let promise;
   try {
-    promise = compiled();
+    promise = hidden ? compiled(rtDynamicImport, rtImportMetaHolder()) : compiled();
   } catch (error) {
     rtFinish(cmErrorText(error));
     return;
