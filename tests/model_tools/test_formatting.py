@@ -134,34 +134,40 @@ def _only_text(items: list[OutputItem]) -> str:
     return items[0].text
 
 
-def test_all_text_keeps_head_and_tail_on_line_boundaries() -> None:
+WARNING_10 = "Warning: truncated output (original token count: 10)"
+
+
+def test_all_text_is_cut_exactly_as_the_reference_cuts_it() -> None:
+    """Upstream ``truncated_text_output_starts_with_warning``
+    (codex-rs/core/src/tools/code_mode/mod.rs) and
+    ``code_mode_exec_outer_limit_truncates_emitted_output`` /
+    ``code_mode_exec_nested_limit_formats_truncated_result_with_warning``
+    (codex-rs/core/tests/suite/code_mode.rs), openai/codex commit 4f39251a010a (the
+    warning came with 952656356a1e, "Warn clearly when code mode output is truncated").
+    The line-aligned cut of earlier versions of this package is gone."""
+    out = truncate_output([Text("0123456789012345678901234567890123456789")], 5)
+    assert out == [
+        Text(
+            "Warning: truncated output (original token count: 10)\n"
+            "Total output lines: 1\n\n"
+            "0123456789…5 tokens truncated…0123456789"
+        )
+    ]
+
+
+def test_all_text_halves_the_budget_bytes_between_head_and_tail() -> None:
     lines = [f"line {i:03d}: " + "x" * 30 for i in range(200)]
     items: list[OutputItem] = [Text(line) for line in lines]
+    joined = "\n".join(lines)
     out = _only_text(truncate_output(items, 200))
-    assert out.startswith("Total output lines: 200\n\nline 000: ")
-    head, marker_and_tail = out.split("\n…", 1)
-    marker, tail = marker_and_tail.split("…\n", 1)
-    assert marker.endswith(" tokens truncated")
-    assert head.split("\n\n", 1)[1] == "\n".join(lines[: head.count("\n") - 1])
-    assert tail == "\n".join(lines[-(tail.count("\n") + 1) :])
-    assert tail.endswith("line 199: " + "x" * 30)
-    kept = len(head.split("\n\n", 1)[1]) + 1 + len(tail)
-    removed = len("\n".join(lines)) - kept
-    assert marker == f"{-(-removed // 4)} tokens truncated"
-    assert estimate_tokens(out) <= 200
-
-
-def test_all_text_single_line_is_cut_mid_line() -> None:
-    text = "0123456789" * 1000
-    out = _only_text(truncate_output([Text(text)], 100))
-    assert out.startswith("Total output lines: 1\n\n0123")
-    body = out.removeprefix("Total output lines: 1\n\n")
-    head, rest = body.split("…", 1)
-    marker, tail = rest.split("…", 1)
-    assert text.startswith(head) and text.endswith(tail)
-    assert len(head) > 100 and len(tail) > 100
-    assert marker == f"{-(-(len(text) - len(head) - len(tail)) // 4)} tokens truncated"
-    assert estimate_tokens(out) <= 100
+    header = f"Warning: truncated output (original token count: {-(-len(joined) // 4)})\n"
+    assert out == (
+        header
+        + "Total output lines: 200\n\n"
+        + joined[:400]
+        + f"…{-(-(len(joined) - 800) // 4)} tokens truncated…"
+        + joined[-400:]
+    )
 
 
 def test_all_text_includes_error_and_counts_lines_of_joined_text() -> None:
@@ -170,28 +176,37 @@ def test_all_text_includes_error_and_counts_lines_of_joined_text() -> None:
     assert items[0] == Text("Script failed\nWall time 0.0 seconds\nOutput:\n")
     out = _only_text(items[1:])
     # "a", "b", the c line, "Script error:", "Error: boom"
-    assert out.startswith("Total output lines: 5\n\na\nb\n")
+    assert out.startswith(
+        "Warning: truncated output (original token count: 1008)\nTotal output lines: 5\n\na\nb\n"
+    )
     assert out.endswith("\nScript error:\nError: boom")
 
 
 def test_all_text_never_splits_a_character() -> None:
     text = "é" * 1000 + "😀" * 1000
     out = _only_text(truncate_output([Text(text)], 50))
-    body = out.removeprefix("Total output lines: 1\n\n")
+    body = out.split("\n\n", 1)[1]
     head, rest = body.split("…", 1)
     _, tail = rest.split("…", 1)
-    assert set(head) == {"é"} and set(tail) == {"😀"}
+    assert head == "é" * 50 and tail == "😀" * 25
 
 
 def test_zero_budget_leaves_only_the_fixed_parts() -> None:
     out = _only_text(truncate_output([Text("abcd" * 10)], 0))
-    assert out == "Total output lines: 1\n\n…10 tokens truncated…"
+    assert out == WARNING_10 + "\nTotal output lines: 1\n\n…10 tokens truncated…"
+
+
+def _warning_then(out: list[OutputItem]) -> list[OutputItem]:
+    """``out`` without its first item, which must be the truncation warning."""
+    assert isinstance(out[0], Text)
+    assert out[0].text.startswith("Warning: truncated output (original token count: ")
+    return out[1:]
 
 
 def test_images_are_never_cut_and_omissions_are_counted() -> None:
     first, last = Image(PNG, ImageDetail.HIGH), Image("https://example.com/a.png")
     items: list[OutputItem] = [Text("a" * 3000), first, Text("b" * 3000), last, Text("c" * 3000)]
-    out = truncate_output(items, 1500)
+    out = _warning_then(truncate_output(items, 1500))
     assert [type(item) for item in out] == [Text, Text, Text]
     head, marker, tail = out
     assert isinstance(head, Text) and isinstance(marker, Text) and isinstance(tail, Text)
@@ -204,7 +219,7 @@ def test_boundary_image_is_kept_when_it_fits_the_whole_budget() -> None:
     image = Image(PNG)
     items: list[OutputItem] = [image, Text("x" * 8000), Text("end")]
     budget = 2 * IMAGE_TOKEN_COST  # the image is over half the budget
-    out = truncate_output(items, budget)
+    out = _warning_then(truncate_output(items, budget))
     assert out[0] == image
     assert isinstance(out[1], Text) and out[1].text.endswith(" tokens truncated…")
     assert isinstance(out[2], Text) and set(out[2].text) == {"x"}
@@ -216,7 +231,7 @@ def test_boundary_image_is_kept_when_it_fits_the_whole_budget() -> None:
 def test_text_cut_at_both_ends_around_images() -> None:
     image = Image(PNG)
     items: list[OutputItem] = [Text("head"), image, Text("x" * 20_000), image, Text("tail")]
-    out = truncate_output(items, 4000)
+    out = _warning_then(truncate_output(items, 4000))
     assert out[:2] == [Text("head"), image]
     assert isinstance(out[2], Text) and set(out[2].text) == {"x"}
     assert isinstance(out[3], Text) and out[3].text.startswith("…")
@@ -228,12 +243,21 @@ def test_text_cut_at_both_ends_around_images() -> None:
 
 def test_only_images_dropped() -> None:
     items: list[OutputItem] = [Text("start"), Image(PNG), Image(PNG), Text("end")]
-    assert truncate_output(items, 100) == [Text("start"), Text("…2 images omitted…"), Text("end")]
-    assert truncate_output([Text("s"), Image(PNG)], 30) == [Text("s"), Text("…1 image omitted…")]
+    assert truncate_output(items, 100) == [
+        Text(f"Warning: truncated output (original token count: {2 * IMAGE_TOKEN_COST + 3})"),
+        Text("start"),
+        Text("…2 images omitted…"),
+        Text("end"),
+    ]
+    assert _warning_then(truncate_output([Text("s"), Image(PNG)], 30)) == [
+        Text("s"),
+        Text("…1 image omitted…"),
+    ]
 
 
 def test_mixed_error_item_survives_in_the_tail() -> None:
     event = Completed([Image(PNG), Text("y" * 20_000)], error_text="Error: late")
     items = format_result(event, wall_time=1, cell_id="1", max_output_tokens=1000)
-    assert items[1] == Image(PNG)
+    assert items[1] == Text("Warning: truncated output (original token count: 5772)")
+    assert items[2] == Image(PNG)
     assert items[-1] == Text("Script error:\nError: late")
