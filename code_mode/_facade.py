@@ -233,15 +233,17 @@ class CodeModeSession:
 
     ``tools``: the nested tools programs may call: ``@tool`` functions, plain
     type-hinted functions (wrapped with :func:`~code_mode.tool`), or any
-    :class:`NestedTool`. ``on_notify``: receives each ``notify(...)`` of a program as a
-    :class:`Notification` (plain or async function; its errors are logged, never seen
-    by the program). ``config``: the runtime's limits. ``namespace_descriptions``: a
-    heading for each tool namespace in the ``exec`` description (a string is used as
-    the description, the namespace as the heading). ``deferred``: keep the ``exec``
-    description short for large tool sets (programs search ``ALL_TOOLS``).
-    ``max_yield_time_ms``: cap on how long one ``exec``/``wait`` may block.
-    ``engine``: where programs run (an :class:`~code_mode.Engine` shared with other
-    sessions); by default the trio run's default engine for ``config.isolation``.
+    :class:`NestedTool`; of two whose names become the same identifier on ``tools``
+    (``foo-bar`` and ``foo_bar``), the first is kept and the later one left out, with a
+    warning logged, as the reference does. ``on_notify``: receives each ``notify(...)``
+    of a program as a :class:`Notification` (plain or async function; its errors are
+    logged, never seen by the program). ``config``: the runtime's limits.
+    ``namespace_descriptions``: a heading for each tool namespace in the ``exec``
+    description (a string is used as the description, the namespace as the heading).
+    ``deferred``: keep the ``exec`` description short for large tool sets (programs
+    search ``ALL_TOOLS``). ``max_yield_time_ms``: cap on how long one ``exec``/``wait``
+    may block. ``engine``: where programs run (an :class:`~code_mode.Engine` shared with
+    other sessions); by default the trio run's default engine for ``config.isolation``.
 
     ``on_finished`` (off by default): push. A plain or async function that receives a
     :class:`CellFinished` when a program handed back as ``Script running`` ends (it
@@ -283,32 +285,39 @@ class CodeModeSession:
             isinstance(wait_idle_floor_ms, int) and wait_idle_floor_ms >= 0
         ):
             raise ValueError("wait_idle_floor_ms must be a non-negative integer or None")
-        nested = _grouped([_as_nested_tool(candidate) for candidate in tools])
         by_name: dict[ToolName, NestedTool] = {}
         by_identifier: dict[str, str] = {}
-        for entry in nested:
+        kept: list[NestedTool] = []
+        for entry in (_as_nested_tool(candidate) for candidate in tools):
             definition = entry.definition
             if definition.tool_name in by_name:
                 raise ValueError(f"two tools are named `{definition.tool_name.display()}`")
-            identifier = normalize_identifier(definition.name)
-            if identifier in by_identifier:
-                raise ValueError(
-                    f"tools `{by_identifier[identifier]}` and `{definition.name}` would both "
-                    f"be `tools.{identifier}` in a program"
-                )
             if definition.name in (EXEC_TOOL_NAME, WAIT_TOOL_NAME):
                 raise ValueError(f"a nested tool cannot be named `{definition.name}`")
             by_name[definition.tool_name] = entry
+            identifier = normalize_identifier(definition.name)
+            if identifier in by_identifier:
+                # The reference's rule: the first tool with an identifier wins, a later
+                # one is left out of programs (and of the description), with a warning.
+                logger.warning(
+                    "code mode leaves out tool `%s`: `tools.%s` is already tool `%s`",
+                    definition.name,
+                    identifier,
+                    by_identifier[identifier],
+                )
+                continue
             by_identifier[identifier] = definition.name
-        self._tools = nested
-        self._definitions = [entry.definition for entry in nested]
-        self._enabled = [augment_tool_definition(d) for d in self._definitions]
+            kept.append(entry)
+        nested = _grouped(kept)
         self._namespaces = {
             key: value
             if isinstance(value, NamespaceDescription)
             else NamespaceDescription(key, value)
             for key, value in (namespace_descriptions or {}).items()
         }
+        self._tools = nested
+        self._definitions = [entry.definition for entry in nested]
+        self._enabled = [augment_tool_definition(d, self._namespaces) for d in self._definitions]
         self._deferred = deferred
         self._max_yield_time_ms = max_yield_time_ms
         self._on_finished = on_finished

@@ -54,11 +54,11 @@ def is_mcp_call_tool_result(output_schema: JSON) -> bool:
 
 MCP_TYPES_PREAMBLE: Final = """\
 type Role = "user" | "assistant";
-type MetaObject = { [key: string]: unknown };
+type MetaObject = Record<string, unknown>;
 type Annotations = {
   audience?: Role[];
-  priority?: number; // 0 (least important) to 1 (most important)
-  lastModified?: string; // ISO 8601 timestamp
+  priority?: number;
+  lastModified?: string;
 };
 type Icon = {
   src: string;
@@ -69,14 +69,14 @@ type Icon = {
 type TextResourceContents = {
   uri: string;
   mimeType?: string;
-  text: string;
   _meta?: MetaObject;
+  text: string;
 };
 type BlobResourceContents = {
   uri: string;
   mimeType?: string;
-  blob: string; // base64
   _meta?: MetaObject;
+  blob: string;
 };
 type TextContent = {
   type: "text";
@@ -86,29 +86,29 @@ type TextContent = {
 };
 type ImageContent = {
   type: "image";
-  data: string; // base64
+  data: string;
   mimeType: string;
   annotations?: Annotations;
   _meta?: MetaObject;
 };
 type AudioContent = {
   type: "audio";
-  data: string; // base64
+  data: string;
   mimeType: string;
   annotations?: Annotations;
   _meta?: MetaObject;
 };
 type ResourceLink = {
-  type: "resource_link";
-  uri: string;
+  icons?: Icon[];
   name: string;
   title?: string;
+  uri: string;
   description?: string;
   mimeType?: string;
-  size?: number;
-  icons?: Icon[];
   annotations?: Annotations;
+  size?: number;
   _meta?: MetaObject;
+  type: "resource_link";
 };
 type EmbeddedResource = {
   type: "resource";
@@ -122,14 +122,16 @@ type ContentBlock =
   | AudioContent
   | ResourceLink
   | EmbeddedResource;
-type CallToolResult<TStructured = unknown> = {
-  content: ContentBlock[];
-  structuredContent?: TStructured;
-  isError?: boolean;
+type CallToolResult<TStructured = { [key: string]: unknown }> = {
   _meta?: MetaObject;
+  content: ContentBlock[];
+  isError?: boolean;
+  structuredContent?: TStructured;
   [key: string]: unknown;
 };"""
-"""TypeScript declarations of the MCP result types, modelled on the MCP schema.
+"""TypeScript declarations of the MCP result types, exactly the reference's text
+(openai/codex ``codex-rs/code-mode-protocol/src/description.rs``,
+``MCP_TYPESCRIPT_PREAMBLE``, commit 4f39251a010a), modelled on the MCP schema.
 
 Shown once in the ``exec`` description (under ``Shared MCP Types:``) when any tool
 returns a ``CallToolResult``, so each such tool's declaration can stay one line."""

@@ -189,7 +189,9 @@ async def test_max_output_tokens_from_the_pragma_truncates() -> None:
     assert status(items) == "Script completed"
     [output] = body(items)
     assert isinstance(output, Text)
-    assert output.text.startswith("Total output lines: 100\n\n")
+    assert output.text.startswith(
+        "Warning: truncated output (original token count: 198)\nTotal output lines: 100\n\n"
+    )
     assert "tokens truncated" in output.text
 
 
@@ -374,20 +376,55 @@ def test_conflicting_tool_names_are_refused() -> None:
     async def other(x: int) -> int:
         return x
 
-    @tool(name="a-b")
-    async def dashed() -> None:
-        return None
-
-    @tool(name="a_b")
-    async def underscored() -> None:
-        return None
-
     with pytest.raises(ValueError, match="two tools are named `add`"):
         CodeModeSession(tools=[add, other])
-    with pytest.raises(ValueError, match=r"would both be `tools\.a_b`"):
-        CodeModeSession(tools=[dashed, underscored])
     with pytest.raises(TypeError, match="not a tool"):
         CodeModeSession(tools=[42])  # type: ignore[list-item]
+
+
+async def test_the_first_tool_of_a_normalized_identifier_wins(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Upstream ``code_mode_uses_the_first_dynamic_tool_for_a_normalized_name``
+    (openai/codex codex-rs/core/tests/suite/code_mode.rs, commit 83915c7ca1c2):
+    ``foo-bar`` then ``foo_bar``: one ``ALL_TOOLS`` entry, ``foo_bar``, with the first
+    tool's description, and ``tools.foo_bar`` calls the first. (This was a
+    ``ValueError`` here before.)"""
+
+    @tool(name="foo-bar")
+    async def first() -> str:
+        """First normalized dynamic tool."""
+        return "first-winner"
+
+    @tool(name="foo_bar")
+    async def shadowed() -> str:
+        """Shadowed normalized dynamic tool."""
+        return "shadowed"
+
+    source = (
+        'const matches = ALL_TOOLS.filter(({ name }) => name === "foo_bar");\n'
+        "const output = await tools.foo_bar({});\n"
+        "text(JSON.stringify({count: matches.length, name: matches[0]?.name ?? null,"
+        " description: matches[0]?.description ?? null, output}));"
+    )
+    with caplog.at_level("WARNING", logger="code_mode"):
+        cm = CodeModeSession(tools=[first, shadowed])
+    assert "code mode leaves out tool `foo_bar`: `tools.foo_bar` is already tool `foo-bar`" in (
+        caplog.text
+    )
+    assert [definition.name for definition in cm.tools] == ["foo-bar"]
+    description = cm.exec_tool.description
+    assert "First normalized dynamic tool." in description
+    assert "Shadowed normalized dynamic tool." not in description
+    with trio.fail_after(SAFETY):
+        async with cm:
+            items = await cm.exec(source)
+    [output] = body(items)
+    assert isinstance(output, Text)
+    result = json.loads(output.text)
+    assert (result["count"], result["name"], result["output"]) == (1, "foo_bar", "first-winner")
+    assert "First normalized dynamic tool." in result["description"]
+    assert "Shadowed normalized dynamic tool." not in result["description"]
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from code_mode.model_tools.descriptions import (
     NamespaceDescription,
     augment_tool_definition,
     exec_description,
+    exec_sections,
     tool_reference,
     tool_sample,
     wait_description,
@@ -216,42 +217,167 @@ def test_exec_description_golden() -> None:
     assert description == GOLDEN.read_text(encoding="utf-8")
 
 
+# The reference's texts, verbatim (openai/codex
+# codex-rs/code-mode-protocol/src/description.rs, commit 4f39251a010a:
+# EXEC_DESCRIPTION_TEMPLATE, WAIT_DESCRIPTION_TEMPLATE, DEFERRED_NESTED_TOOLS_GUIDANCE).
+REFERENCE_EXEC_TEMPLATE = "\n".join(
+    [
+        "Run JavaScript code to orchestrate/compose tool calls",
+        ("- Evaluates the provided JavaScript code in a fresh V8 isolate as an async module."),
+        (
+            "- All nested tools are available on the global `tools` object, for example "
+            "`await tools.exec_command(...)`. Tool names are exposed as normalized "
+            "JavaScript identifiers, for example `await tools.mcp__ologs__get_profile(...)`."
+        ),
+        "- Nested tool methods take either a string or an object as their input argument.",
+        "- Nested tools return either an object or a string, based on the description.",
+        "- Runs raw JavaScript -- no Node, no file system, no network access, no console.",
+        (
+            "- Accepts raw JavaScript source text, not JSON, quoted strings, or markdown "
+            "code fences."
+        ),
+        (
+            "- You may optionally start the tool input with a first-line pragma like `// "
+            '@exec: {"yield_time_ms": 10000, "max_output_tokens": 1000}`.'
+        ),
+        (
+            "- `yield_time_ms` asks `exec` to yield early if the script is still running. "
+            "Defaults to 10000 ms."
+        ),
+        (
+            "- `max_output_tokens` sets the token budget for direct `exec` results. Defaults "
+            "to 10000 tokens."
+        ),
+        (
+            "- When the JS code is fully evaluated, the isolate's lifetime ends and "
+            "unawaited promises are silently discarded."
+        ),
+        "",
+        "- Global helpers:",
+        (
+            "- `exit()`: Immediately ends the current script successfully (like an early "
+            "return from the top level)."
+        ),
+        (
+            "- `text(value: string | number | boolean | undefined | null)`: Appends a text "
+            "item. Non-string values are stringified with `JSON.stringify(...)` when "
+            "possible."
+        ),
+        (
+            '- `image(imageUrlOrItem: string | { image_url: string; detail?: "auto" | "low" '
+            '| "high" | "original" | null } | ImageContent, detail?: "auto" | "low" | "high" '
+            '| "original" | null)`: Appends an image item. `image_url` should be a '
+            "base64-encoded `data:` URL. To forward an MCP tool image, pass an individual "
+            "`ImageContent` block from `result.content`, for example "
+            "`image(result.content[0])`. MCP image blocks may request detail with `_meta: { "
+            '"codex/imageDetail": "original" }`. When provided, the second `detail` argument '
+            "overrides any detail embedded in the first argument."
+        ),
+        (
+            "- `audio(audioUrlOrItem: string | { audio_url: string } | AudioContent)`: "
+            "Appends an audio item. `audio_url` should be a base64-encoded `data:` URL. To "
+            "forward an MCP tool audio block, pass an individual `AudioContent` block from "
+            "`result.content`, for example `audio(result.content[0])`."
+        ),
+        (
+            "- `generatedImage(result: { image_url: string; output_hint?: string })`: "
+            "Appends an image-generation result and its optional output hint. HTTP(S) URLs "
+            "are not supported."
+        ),
+        (
+            "- `store(key: string, value: any)`: stores a serializable value under a string "
+            "key for later `exec` calls in the same session."
+        ),
+        (
+            "- `load(key: string)`: returns the stored value for a string key, or "
+            "`undefined` if it is missing."
+        ),
+        (
+            "- `notify(value: string | number | boolean | undefined | null)`: immediately "
+            "injects an extra `custom_tool_call_output` for the current `exec` call. Values "
+            "are stringified like `text(...)`."
+        ),
+        (
+            "- `setTimeout(callback: () => void, delayMs?: number)`: schedules a callback to "
+            "run later and returns a timeout id. Pending timeouts do not keep `exec` alive "
+            "by themselves; await an explicit promise if you need to wait for one."
+        ),
+        "- `clearTimeout(timeoutId?: number)`: cancels a timeout created by `setTimeout`.",
+        (
+            "- `ALL_TOOLS`: metadata for the enabled nested tools as `{ name, description }` "
+            "entries."
+        ),
+        (
+            "- `yield_control()`: yields the accumulated output to the model immediately "
+            "while the script keeps running."
+        ),
+    ]
+)
+REFERENCE_WAIT = "\n".join(
+    [
+        "- Use `wait` only after `exec` returns `Script running with cell ID ...`.",
+        "- `cell_id` identifies the running `exec` cell to resume.",
+        (
+            "- `yield_time_ms` controls how long to wait for more output before yielding "
+            "again. Defaults to 10000 ms."
+        ),
+        (
+            "- `max_tokens` limits how much new output this wait call returns. Defaults to "
+            "10000 tokens."
+        ),
+        "- `terminate: true` stops the running cell; false or omitted waits for output.",
+        (
+            "- `wait` returns only the new output since the last yield, or the final "
+            "completion or termination result for that cell."
+        ),
+        "- If the cell is still running, `wait` may yield again with the same `cell_id`.",
+        (
+            "- If the cell has already finished, `wait` returns the completed result and "
+            "closes the cell."
+        ),
+    ]
+)
+REFERENCE_DEFERRED = "\n".join(
+    [
+        (
+            "Some deferred nested tools may be omitted from this description. They are still "
+            "available on the global `tools` object and listed in `ALL_TOOLS`."
+        ),
+        "To find one, filter `ALL_TOOLS` by `name` and `description`.",
+    ]
+)
+
+
 def test_description_parts_in_order() -> None:
+    """Upstream ``build_exec_tool_description``: template, Shared MCP Types, then the
+    tool reference, joined by blank lines, with no heading of its own (the
+    ``# Tools`` heading of earlier versions is gone)."""
     description = exec_description(TOOLS, namespace_descriptions=NAMESPACES)
-    assert description.startswith("Run a JavaScript program")
-    shared = description.index("Shared MCP Types:\n```ts\n" + MCP_TYPES_PREAMBLE + "\n```")
-    tools = description.index("\n\n# Tools\n\n")
+    assert description.startswith("Run JavaScript code to orchestrate/compose tool calls\n")
+    shared = description.index("\n\nShared MCP Types:\n```ts\n" + MCP_TYPES_PREAMBLE + "\n```\n\n")
+    tools = description.index("\n\n### `get_weather`\n")
     assert shared < tools
     assert description.count("Shared MCP Types:") == 1
-
-
-def test_guide_mentions_every_global_and_the_pragma() -> None:
-    description = exec_description([])
-    for name in (
-        "tools.",
-        "ALL_TOOLS",
-        "text(",
-        "image(",
-        "forward_output(",
-        "console.log(",
-        "notify(",
-        "store(",
-        "load(",
-        "setTimeout(",
-        "clearTimeout(",
-        "yield_control(",
-        "exit(",
-        '// @exec: {"yield_time_ms": 10000, "max_output_tokens": 1000}',
-        "yield_time_ms` (default 10000)",
-        "max_output_tokens` (default 10000)",
-        "raw JavaScript",
-        "fresh V8 isolate",
-        "top-level `await`",
-        "Script running with cell ID <id>",
-    ):
-        assert name in description, name
     assert "# Tools" not in description
-    assert "Shared MCP Types" not in description
+
+
+def test_guide_is_the_reference_template_plus_our_extras() -> None:
+    """The guide is upstream's template word for word, except that ``console`` exists
+    here (the template says "no console"), followed by the two helpers upstream does not
+    have."""
+    guide = exec_description([])
+    reference = REFERENCE_EXEC_TEMPLATE.replace(", no console.", ".")
+    assert guide.startswith(reference + "\n")
+    extras = guide[len(reference) + 1 :].splitlines()
+    assert [line.split("`")[1].split("(")[0] for line in extras] == [
+        "console.log",
+        "forward_output",
+    ]
+    assert "Shared MCP Types" not in guide
+
+
+def test_wait_description_is_the_reference_text() -> None:
+    assert wait_description() == REFERENCE_WAIT
 
 
 def test_reference_blocks() -> None:
@@ -293,48 +419,35 @@ def test_sample_and_augment() -> None:
     assert augmented.name == tool.name and augmented.input_schema == tool.input_schema
 
 
-def test_deferred_mode_is_short_and_explains_search() -> None:
+def test_deferred_mode_is_short_and_uses_the_reference_wording() -> None:
+    """Upstream ``exec_description_mentions_deferred_nested_tools_when_available`` and
+    ``code_mode_only_description_renders_shared_mcp_types_for_deferred_tools``
+    (description.rs, commits f0e15b916ff0 and a6b99ee5c45e): the guidance text, and the
+    shared MCP types kept for deferred MCP tools."""
     description = exec_description(TOOLS, namespace_descriptions=NAMESPACES, deferred=True)
     full = exec_description(TOOLS, namespace_descriptions=NAMESPACES)
     assert len(description) < len(full)
-    assert "# Tools" not in description
     assert "declare const tools" not in description
-    # The reference's facts of the interface, which models were trained on.
-    assert "Some nested tools (8 tools) are omitted from this description" in description
-    assert "they remain available on `tools` and in `ALL_TOOLS`" in description
-    assert "filter `ALL_TOOLS` by `name` and `description`" in description
-    assert "ALL_TOOLS.filter(" in description
-    assert "print only a few matches" in description
-    assert "- mcp__docs: Search and read the team's documentation." in description
-    assert "- mcp__tracker: Issue tracker of the project." in description
-    assert "Shared MCP Types:" in description  # a fixed cost, still useful for results
+    guide = exec_description([])
+    assert description.startswith(guide + "\n\n" + REFERENCE_DEFERRED + "\n\nShared MCP Types:")
+    assert description.endswith("\n```")
 
 
 def test_deferred_without_mcp_tools() -> None:
     description = exec_description([_tool("a", "b")], deferred=True)
-    assert "Some nested tools (1 tool) are omitted from this description" in description
-    assert "Shared MCP Types" not in description
-    assert "Tool groups" not in description
+    assert description == exec_description([]) + "\n\n" + REFERENCE_DEFERRED
 
 
 def test_code_argument_wording() -> None:
     description = exec_description([], code_argument="code")
-    assert "Put the program's JavaScript source in the `code` argument" in description
+    assert "Put the program's JavaScript source text in the `code` argument" in description
     assert "not JSON" not in description
     assert "not JSON" in exec_description([])
 
 
-def test_wait_description() -> None:
-    description = wait_description()
-    for fragment in (
-        "Script running with cell ID <id>",
-        "`cell_id`",
-        "`yield_time_ms` (default 10000)",
-        "`max_tokens` (default 10000)",
-        "`terminate: true`",
-        "only the output produced since the previous result",
-        "`Script completed`, `Script failed` or `Script terminated`",
-        "exec cell <id> not found",
-    ):
-        assert fragment in description, fragment
-    assert all(line.startswith("- ") for line in description.splitlines()[1:])
+def test_sections_take_extra_helper_lines() -> None:
+    """A host adding helpers (e.g. push wording) extends the list, not the texts."""
+    line = "- `later()`: a helper of the host."
+    sections = exec_sections([], extra_helpers=[line])
+    assert sections[0].endswith("\n" + line)
+    assert "\n\n".join(exec_sections([])) == exec_description([])

@@ -442,5 +442,8 @@ def test_mcp_preamble_declares_the_shared_types() -> None:
         "ContentBlock",
     ):
         assert f"type {name} =" in MCP_TYPES_PREAMBLE
-    assert "type CallToolResult<TStructured = unknown> = {" in MCP_TYPES_PREAMBLE
+    # The reference's declaration (openai/codex codex-rs/code-mode-protocol/src/
+    # description.rs, MCP_TYPESCRIPT_PREAMBLE, commit 4f39251a010a).
+    assert "type CallToolResult<TStructured = { [key: string]: unknown }> = {" in MCP_TYPES_PREAMBLE
+    assert "type MetaObject = Record<string, unknown>;" in MCP_TYPES_PREAMBLE
     assert "```" not in MCP_TYPES_PREAMBLE
