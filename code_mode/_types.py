@@ -51,7 +51,21 @@ class PendingFrontier:
     or the cell ends. There is no timer."""
 
 
-ObserveMode: TypeAlias = YieldAfter | PendingFrontier
+@attrs.frozen
+class StepToFrontier:
+    """Observe until the next pending frontier, as :class:`PendingFrontier` does, then
+    *hold* the cell there: tool results and timer firings that come meanwhile are not
+    given to the program until the next observation, which resumes it (a
+    ``StepToFrontier`` one runs it to the frontier after, a ``YieldAfter`` one lets it
+    run on). The reference's pause-until-resumed mode (``execute_to_pending`` /
+    ``wait_to_pending``), for hosts that replay or step programs deterministically.
+
+    The ``Pending`` it resolves with lists the tool calls the program started since its
+    previous frontier (not every one still outstanding). A held cell still counts
+    against ``RuntimeConfig.max_cell_seconds``, and ``terminate`` stops it as usual."""
+
+
+ObserveMode: TypeAlias = YieldAfter | PendingFrontier | StepToFrontier
 
 
 class ImageDetail(enum.Enum):

@@ -66,6 +66,7 @@ from .._types import (
     OutputItem,
     Pending,
     PendingFrontier,
+    StepToFrontier,
     Terminated,
     YieldAfter,
     Yielded,
@@ -74,6 +75,7 @@ from .host import ERROR_TRUNCATED_SUFFIX, CellHost, Phase, push_result, truncate
 from .in_flight import CellCallbacks
 from .one_shot import Observer, OneShot
 from .start import CellStart
+from .stepping import FrontierHold, ResultSink
 
 __all__ = ["ERROR_TRUNCATED_SUFFIX", "Cell", "CellHost", "Phase"]
 
@@ -105,6 +107,7 @@ class Cell:
         self._observer: Observer | None = None
         self._terminators: list[OneShot[CellEvent]] = []
         self._frontier_ready = False
+        self._hold = FrontierHold()  # StepToFrontier: see stepping.py
         self._started = False
 
         self._finished: Finished | None = None
@@ -209,17 +212,32 @@ class Cell:
         if self.phase is Phase.COMPLETED:
             self._deliver_completion(observer)
             return observer
+        resumed = self._resume()
         if isinstance(mode, YieldAfter):
             if self._initial_yield is not None:
                 items, self._initial_yield = self._initial_yield, None
                 self._resolve(Yielded(items))
             elif self._started:
                 self._arm(observer)
-        elif self._started and (
-            self._frontier_ready or (self._isolate is not None and self._isolate.idle)
+        elif (
+            self._started
+            and not resumed
+            and (self._frontier_ready or (self._isolate is not None and self._isolate.idle))
         ):
             self._deliver_frontier()
         return observer
+
+    def _resume(self) -> bool:
+        """Any new observation ends a hold at the frontier (StepToFrontier): what was
+        held goes to the program, in order. Whether anything was sent (the program
+        then moves on, to a frontier it has not reached yet)."""
+        if not self._hold.held:
+            return False
+        sent = self._hold.release(self._tool_results_isolate())
+        if sent:
+            self._frontier_ready = False
+            self._wake.set()
+        return sent
 
     def _arm(self, observer: Observer) -> None:
         mode = observer.mode
@@ -329,6 +347,13 @@ class Cell:
         self._frontier_ready = False
         items = (self._initial_yield or []) + self._take_buffer()
         self._initial_yield = None
+        observer = self._observer
+        if observer is not None and isinstance(observer.mode, StepToFrontier):
+            # The reference's stepping: the calls started since the last frontier,
+            # and the cell holds here until the next observation.
+            self._hold.held = True
+            self._resolve(Pending(items, self._hold.take_started_ids()))
+            return
         self._resolve(Pending(items, self._callbacks.pending_tool_call_ids()))
 
     def _merged_completion(self) -> Completed:
@@ -406,6 +431,7 @@ class Cell:
             problem = self._callbacks.start_tool_call(self._start.tools[event.ident], event)
             if problem is None:
                 self._frontier_ready = False
+                self._hold.tool_call_started(event.id)
             else:
                 self._breach(problem)
         elif isinstance(event, Notify):
@@ -449,13 +475,15 @@ class Cell:
     def on_engine_idle(self) -> None:
         if self.phase is not Phase.RUNNING or self._finished is not None or not self._started:
             return
-        if self._failure is not None:
+        if self._failure is not None or self._hold.held:
             return
         observer = self._observer
-        if observer is not None and isinstance(observer.mode, PendingFrontier):
+        if observer is not None and isinstance(observer.mode, PendingFrontier | StepToFrontier):
             self._deliver_frontier()
         elif not self._has_been_observed:
             self._frontier_ready = True
+        else:
+            self._hold.take_started_ids()  # a frontier nobody steps to still passes
 
     def on_engine_failure(self, message: str) -> None:
         """The engine failed (out of memory, crash, protocol violation): output the
@@ -482,15 +510,25 @@ class Cell:
     # ------------------------------------------------------------------------------
     # What the callbacks (``_callbacks.py``) ask of the cell
 
-    def _tool_results_to(self) -> Isolate | None:
+    def _tool_results_to(self) -> ResultSink | None:
         """Where a finished tool call's outcome goes: the isolate, which it is sent to
-        at once (so the frontier moves on), or None once the program has finished,
-        failed or is ending (the outcome is dropped)."""
+        at once (so the frontier moves on); the hold, while the cell is held at its
+        frontier (StepToFrontier); or None once the program has finished, failed or
+        is ending (the outcome is dropped)."""
+        isolate = self._tool_results_isolate()
+        if isolate is None:
+            return None
+        if self._hold.held:
+            return self._hold
+        self._frontier_ready = False
+        return isolate
+
+    def _tool_results_isolate(self) -> Isolate | None:
+        """The isolate, while the program can still take input."""
         if self._isolate is None or self.phase is not Phase.RUNNING:
             return None
         if self._finished is not None or self._failure is not None:
             return None
-        self._frontier_ready = False
         return self._isolate
 
     def _wake_up(self) -> None:
@@ -575,7 +613,9 @@ class Cell:
         )
         for _, timer_id in due:
             del self._timers[timer_id]
-            if self._isolate is not None:
+            if self._hold.held:
+                self._hold.hold_timer(timer_id)
+            elif self._isolate is not None:
                 self._frontier_ready = False
                 self._isolate.send_timer_fired(timer_id)
 

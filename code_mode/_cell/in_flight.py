@@ -35,8 +35,9 @@ import trio
 
 from .._config import RuntimeConfig
 from .._delegate import SessionRuntimeDelegate, describe_exception
-from .._engine import Isolate, ToolCallRequested, dumps, json_depth_exceeds
+from .._engine import ToolCallRequested, dumps, json_depth_exceeds
 from .._types import CellId, NestedToolCall, ToolDefinition
+from .stepping import ResultSink
 
 logger = logging.getLogger("code_mode")
 
@@ -80,12 +81,13 @@ class CellCallbacks:
         nursery: trio.Nursery,
         delegate: SessionRuntimeDelegate,
         config: RuntimeConfig,
-        results_to: Callable[[], Isolate | None],
+        results_to: Callable[[], ResultSink | None],
         wake_cell: Callable[[], None],
     ) -> None:
         """``call_id`` is the ``exec`` call the notifications belong to.
         ``results_to`` says where a finished tool call's outcome goes now: the
-        isolate, or ``None`` when the program no longer takes results (the outcome is
+        isolate (or, for a cell held at its frontier, the hold of ``stepping.py``), or
+        ``None`` when the program no longer takes results (the outcome is
         then dropped). ``wake_cell`` wakes the cell task, which waits for its
         notifications to finish before it completes."""
         self._cell_id = cell_id
