@@ -292,7 +292,7 @@ async def test_11_a_frontier_observer_gets_initial_yield_and_completion_merged(
 async def test_12_parallel_tool_calls_settle_in_either_order(isolation: str) -> None:
     delegate = GateDelegate(gates=["first", "second"], errors={"first": RuntimeError("failed")})
     source = """
-        const first = tools.first().then((v) => "first ok", (e) => "first " + e.message);
+        const first = tools.first().then((v) => "first ok", (e) => "first " + e);
         const second = tools.second().then((v) => "second", (e) => "second failed");
         text(await first);
         text(await second);

@@ -159,7 +159,7 @@ async def test_replaced_builtins_do_not_break_or_forge_the_bridge(
         text(load("k"));
         await new Promise((resolve) => setTimeout(resolve, 1));
         text("timers work");
-        try { await tools.fail({}); } catch (e) { text(e.message); }
+        try { await tools.fail({}); } catch (e) { text(e); }
     """
     )
     delegate = RecordingDelegate()
@@ -189,7 +189,7 @@ async def test_a_polluted_object_prototype_toJSON_changes_only_the_programs_json
         Object.prototype.toJSON = function () { return "poisoned"; };
         text("plain"); text({ a: 1 }); notify("note"); store("k", { v: 1 });
         await new Promise((resolve) => setTimeout(resolve, 1));
-        try { await tools.echo({ a: 1 }); } catch (e) { text(e.message); }
+        try { await tools.echo({ a: 1 }); } catch (e) { text(e); }
         text(load("k"));
     """
     event, delegate = await run_and_check_next(isolation, source)

@@ -697,7 +697,7 @@ TOOL_STORMS: Final = [
         "tool-storm",
         "failures",
         "const r = await Promise.allSettled(Array.from({ length: 50 }, () => tools.fail({})));"
-        " text(r.filter((x) => x.status === 'rejected' && x.reason.message === 'tool failed')"
+        " text(r.filter((x) => x.status === 'rejected' && x.reason === 'tool failed')"
         ".length);",
         Exactly(completed("50")),
     ),
@@ -905,7 +905,7 @@ POLLUTION: Final = [
         "object-prototype-descriptor-keys",
         # Property descriptors read `get`/`set`/`value` through the prototype chain.
         "Object.prototype.get = function () { return 1; }; Object.prototype.set = undefined;"
-        " store('k', 1); try { await tools.fail({}); } catch (e) { text(e.message); }"
+        " store('k', 1); try { await tools.fail({}); } catch (e) { text(e); }"
         " text('end');",
         Exactly(completed("tool failed", "end")),
         calls=(("fail", {}),),
@@ -933,13 +933,13 @@ POLLUTION: Final = [
         "string-prototype",
         "for (const k of ['charCodeAt', 'slice', 'startsWith', 'toWellFormed', 'trim',"
         " 'toLowerCase', 'indexOf', 'split', 'replace']) String.prototype[k] = () => 'P';"
-        " text('hello'); notify('note'); image('https://example.com/a.png');"
+        " text('hello'); notify('note'); image('data:image/png;base64,AAAA');"
         " text(await tools.echo({ s: 'x' }));",
         Exactly(
             Completed(
                 [
                     Text("hello"),
-                    Image("https://example.com/a.png", ImageDetail.HIGH),
+                    Image("data:image/png;base64,AAAA", ImageDetail.HIGH),
                     Text('{"s":"x"}'),
                 ]
             )
@@ -995,11 +995,11 @@ BRIDGE: Final = [
     _program(
         "bridge",
         "doorbells-are-hidden",
-        # `__code_mode_gc` is V8's gc extension (see js/buffers.js): a global function
-        # declaration, which cannot be deleted, so the runtime leaves `undefined` there.
+        # V8's gc extension takes the place of `Atomics` (see V8_FLAGS in _native.py),
+        # which the runtime takes and deletes: no global of the runtime is left.
         "text(Object.getOwnPropertyNames(globalThis).filter((n) => n.startsWith('__')).join());"
-        " text(typeof __cm_bell_more + ' ' + typeof __cm_bell_end + ' ' + typeof __code_mode_gc);",
-        Exactly(completed("__code_mode_gc", "undefined undefined undefined")),
+        " text(typeof __cm_bell_more + ' ' + typeof __cm_bell_end + ' ' + typeof Atomics);",
+        Exactly(completed("", "undefined undefined undefined")),
     ),
 ]
 

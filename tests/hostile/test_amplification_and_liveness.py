@@ -106,7 +106,7 @@ async def test_an_infinite_number_in_tool_input_rejects_that_call(isolation: str
     async with SessionRuntime(delegate, config(isolation)) as runtime:
         source = (
             'try { await tools.echo({ x: JSON.rawJSON("1e400") }); }'
-            " catch (e) { text(e.message); }"
+            " catch (e) { text(e); }"
             ' text(JSON.stringify(await tools.echo({ x: JSON.rawJSON("1e3") })));'
         )
         event = await run_cell(runtime, source, ["echo"])
@@ -224,7 +224,7 @@ async def test_a_tool_failure_that_cannot_be_described_only_rejects_its_call(
     async with SessionRuntime(HostileTools(), config(isolation)) as runtime:
         source = (
             "for (const t of [tools.unprintable, tools.exploding]) {"
-            "  try { await t({}); } catch (e) { text(e.message); } }"
+            "  try { await t({}); } catch (e) { text(e); } }"
             " notify('n'); text('done');"
         )
         event = await run_cell(runtime, source, ["unprintable", "exploding"])

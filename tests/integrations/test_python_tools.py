@@ -545,7 +545,7 @@ async def test_namespaced_tools_and_validation_errors_in_a_program() -> None:
     source = """
     text(await tools.math__add({ a: 2, b: 40 }));
     text(await tools.text__add_suffix({ value: "hi" }));
-    try { await tools.math__add({ a: "2", b: 40 }); } catch (e) { text(e.message); }
+    try { await tools.math__add({ a: "2", b: 40 }); } catch (e) { text(e); }
     """
     with trio.fail_after(SAFETY):
         async with CodeModeSession(tools=[add, add_suffix]) as cm:

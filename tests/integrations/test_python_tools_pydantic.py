@@ -148,7 +148,7 @@ async def test_models_in_a_program() -> None:
                                             shout: true } });
     text(r.text + " / " + r.for);
     try { await tools.greet({ person: { name: "B0", age: 3, address: { city: "x" } } }); }
-    catch (e) { text(e.message); }
+    catch (e) { text(e); }
     """
     with trio.fail_after(SAFETY):
         async with CodeModeSession(tools=[greet]) as cm:

@@ -451,3 +451,35 @@ def test_sections_take_extra_helper_lines() -> None:
     sections = exec_sections([], extra_helpers=[line])
     assert sections[0].endswith("\n" + line)
     assert "\n\n".join(exec_sections([])) == exec_description([])
+
+
+def test_all_tools_descriptions_put_the_namespace_description_first() -> None:
+    """Upstream ``code_mode_exports_all_tools_metadata_for_namespaced_mcp_tools``
+    (openai/codex codex-rs/core/tests/suite/code_mode.rs, commit 4f39251a010a): the
+    namespace's description, a blank line, the tool's, then its declaration."""
+    tool = ToolDefinition(
+        name="mcp__rmcp__echo",
+        tool_name=ToolName("echo", "mcp__rmcp__"),
+        description="Echo back the provided message and include environment data.",
+        kind=ToolKind.FUNCTION,
+        input_schema={
+            "type": "object",
+            "properties": {"env_var": {"type": "string"}, "message": {"type": "string"}},
+            "required": ["message"],
+        },
+    )
+    namespaces = {
+        "mcp__rmcp__": NamespaceDescription(
+            "mcp__rmcp", "Use these tools to exercise the rmcp test server."
+        )
+    }
+    assert augment_tool_definition(tool, namespaces).description == (
+        "Use these tools to exercise the rmcp test server.\n\n"
+        "Echo back the provided message and include environment data.\n\n"
+        "exec tool declaration:\n"
+        "```ts\n"
+        "declare const tools: { mcp__rmcp__echo(args: { env_var?: string; message: string; }):"
+        " Promise<unknown>; };\n"
+        "```"
+    )
+    assert augment_tool_definition(tool).description.startswith("Echo back")

@@ -52,8 +52,8 @@ def test_runner_produces_every_benchmark_and_target(tmp_path: Path) -> None:
     # Each side runs with its own V8 flags: ours are code_mode's, the baseline's
     # mini-racer's defaults.
     assert set(meta["v8_flags"]) == {*modes, "raw"}
-    assert "--expose-gc-as=__code_mode_gc" in meta["v8_flags"][modes[0]]
-    assert "--expose-gc-as=__code_mode_gc" not in meta["v8_flags"]["raw"]
+    assert "--expose-gc-as=Atomics" in meta["v8_flags"][modes[0]]
+    assert "--expose-gc-as=Atomics" not in meta["v8_flags"]["raw"]
     benchmarks = results["benchmarks"]
     assert list(benchmarks) == list(ALL)
     for bench_id in ("B1", "B2", "B3", "B4", "B5"):

@@ -407,6 +407,6 @@ async def test_leaving_the_blocks_leaves_no_thread_task_or_isolate_behind(isolat
 async def test_a_tool_exception_without_a_message_names_its_class(isolation: str) -> None:
     delegate = GateDelegate(errors={"lookup": KeyError()})
     async with SessionRuntime(delegate, config(isolation)) as runtime:
-        source = "try { await tools.lookup(); } catch (e) { text(e.message); }"
+        source = "try { await tools.lookup(); } catch (e) { text(e); }"
         started = await runtime.execute(request(source, ["lookup"]), YieldAfter(60))
         assert await started.initial_event() == Completed([Text("KeyError")])

@@ -39,20 +39,22 @@ async def run_cell(runtime: SessionRuntime, source: str, tools: list[str] | None
 
 
 async def test_a_tool_that_raises_rejects_with_its_message(isolation: str) -> None:
+    """The rejection is the plain string, as the reference's ``resolve_tool_response``
+    rejects (openai/codex codex-rs/code-mode-runtime/src/runtime/module_loader.rs,
+    commit 4f39251a010a); it was an ``Error`` with that message here before."""
     delegate = GateDelegate(errors={"broken": ValueError("database is on fire")})
     async with SessionRuntime(delegate, config(isolation)) as runtime:
         source = """
             try { await tools.broken({}); } catch (e) {
-              text(e instanceof Error); text(e.name); text(e.message); text(e.stack);
+              text(typeof e); text(e); text(String(e.message));
             }
             await tools.broken({});
         """
         assert await run_cell(runtime, source, ["broken"]) == Completed(
             [
-                Text("true"),
-                Text("Error"),
+                Text("string"),
                 Text("database is on fire"),
-                Text("database is on fire"),
+                Text("undefined"),
             ],
             error_text="database is on fire",
         )
@@ -88,7 +90,7 @@ async def test_a_tool_returning_non_json_rejects(tool: str, isolation: str) -> N
         f"tool `{tool}` returned a value that is not JSON data: {dumps_error(odd_value(tool))}"
     )
     async with SessionRuntime(OddResults(), config(isolation)) as runtime:
-        source = f"try {{ await tools.{tool}({{}}); }} catch (e) {{ text(e.message); }}"
+        source = f"try {{ await tools.{tool}({{}}); }} catch (e) {{ text(e); }}"
         assert await run_cell(runtime, source, [tool]) == Completed([Text(message)])
         assert await run_cell(runtime, 'text("ok")') == Completed([Text("ok")])
 

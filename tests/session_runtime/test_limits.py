@@ -596,8 +596,7 @@ async def test_json_depth_of_stored_values(isolation: str) -> None:
         # Refused when stored (a program may catch it), not when the cell ends.
         event = await run_cell(
             runtime,
-            f'try {{ store("deep", {js_nested(5)}); }} catch (e) {{ text(e.message); }}'
-            ' text("went on");',
+            f'try {{ store("deep", {js_nested(5)}); }} catch (e) {{ text(e); }} text("went on");',
         )
         assert event == Completed([Text(f'Unable to store "deep": it {DEPTH_4}'), Text("went on")])
         event = await run_cell(runtime, f'store("deeper", {js_nested(100_000)});')
@@ -620,7 +619,7 @@ async def test_json_depth_of_tool_results(isolation: str) -> None:
     async with SessionRuntime(DeepResults(), config(isolation, max_json_depth=4)) as runtime:
         source = (
             "text(await tools.deep({ depth: 4 }));"
-            " try { await tools.deep({ depth: 5 }); } catch (e) { text(e.message); }"
+            " try { await tools.deep({ depth: 5 }); } catch (e) { text(e); }"
             " await tools.deep({ depth: 6 });"
         )
         rejected = (
@@ -637,7 +636,7 @@ async def test_a_tool_result_too_deep_for_json_dumps_fails_only_the_call(
     isolation: str,
 ) -> None:
     async with SessionRuntime(DeepResults(), config(isolation)) as runtime:
-        source = "try { await tools.deep({ depth: 100000 }); } catch (e) { text(e.message); }"
+        source = "try { await tools.deep({ depth: 100000 }); } catch (e) { text(e); }"
         assert await run_cell(runtime, source, ["deep"]) == Completed(
             [
                 Text(
