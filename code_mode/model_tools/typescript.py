@@ -15,10 +15,14 @@ the ones models were trained on:
   rule when ``properties``, ``additionalProperties`` or ``required`` is present; the
   array rule when ``items`` or ``prefixItems`` is present; else ``unknown``.
 
-Local references (``#`` and ``#/json/pointer``) are expanded inline, at most
-:data:`MAX_REF_EXPANSIONS` deep along one path (a recursive type would otherwise never
-end); deeper, unresolvable or non-local references render as ``unknown``. Keywords
-next to ``$ref`` render as ``(Ref) & (Sibling)``.
+Local references (``#`` and ``#/json/pointer``) are expanded inline, each target at
+most :data:`MAX_REF_EXPANSIONS` times along one path (a recursive type would otherwise
+never end) and :data:`MAX_TOTAL_REF_EXPANSIONS` times in all; others, unresolvable
+ones and those inside a nested ``$id`` resource render as ``unknown``. Keywords next to
+``$ref`` render as ``(Ref) & (Sibling)``; a union inside ``allOf`` is parenthesised. A
+type longer than :data:`MAX_RENDERED_BYTES` is ``unknown``. These are the reference's
+rules (openai/codex ``codex-rs/code-mode-protocol/src/json_schema_types.rs``, commit
+a186f5484dc8).
 
 The module also gives the JavaScript identifier of a tool and the one-line
 ``declare const tools: {...}`` declaration of a tool; MCP-shaped outputs are
@@ -38,6 +42,9 @@ from .mcp_results import mcp_structured_content_schema
 __all__ = [
     "MAX_DEPTH",
     "MAX_REF_EXPANSIONS",
+    "MAX_RENDERED_BYTES",
+    "MAX_RENDER_WORK_BYTES",
+    "MAX_TOTAL_REF_EXPANSIONS",
     "normalize_identifier",
     "render_input_type",
     "render_output_type",
@@ -46,9 +53,22 @@ __all__ = [
 ]
 
 MAX_REF_EXPANSIONS: Final = 2
-"""How many ``$ref`` expansions may be nested along one path before the renderer gives
-up with ``unknown``. Two levels show the shape of a recursive type (a tree node and its
-children) without letting one schema blow up the description."""
+"""How many times one ``$ref`` target may be open along one path before the renderer
+gives up there with ``unknown``. Two show the shape of a recursive type (a tree node
+and its children) without letting one schema blow up the description."""
+
+MAX_TOTAL_REF_EXPANSIONS: Final = 32
+"""``$ref`` expansions in one rendering at most (later ones render as ``unknown``):
+repeated and fanned-out references cannot blow a compact schema up either. A
+reference that points at nothing does not count."""
+
+MAX_RENDERED_BYTES: Final = 16_000
+"""A rendered type longer than this is shown as ``unknown``."""
+
+MAX_RENDER_WORK_BYTES: Final = 4 * MAX_RENDERED_BYTES
+"""Characters one rendering may produce along the way, intermediate results included:
+past it, the whole type is ``unknown`` (so repeated references cannot build large
+copies before the final size check)."""
 
 MAX_DEPTH: Final = 64
 """Schemas nested deeper than this render as ``unknown`` there: no real tool needs
@@ -56,6 +76,11 @@ more, and a hostile schema must not exhaust the Python stack."""
 
 _UNKNOWN: Final = "unknown"
 _INDENT: Final = "  "
+#: The keywords whose presence next to a `$ref` makes a type of their own.
+_SCHEMA_KEYWORDS: Final = (
+    "const", "enum", "anyOf", "oneOf", "allOf", "type", "properties",
+    "additionalProperties", "required", "items", "prefixItems",
+)  # fmt: skip
 
 
 def normalize_identifier(name: str) -> str:
@@ -82,7 +107,8 @@ def render_schema(schema: JSON, *, root: JSON | None = None) -> str:
     Rendering never fails: whatever the renderer does not understand becomes
     ``unknown``, which is the honest TypeScript for "any JSON value".
     """
-    return _Renderer(schema if root is None else root).render(schema, 0)
+    rendered = _Renderer(schema if root is None else root).render(schema)
+    return _UNKNOWN if len(rendered) > MAX_RENDERED_BYTES else rendered
 
 
 def render_input_type(tool: ToolDefinition) -> str:
@@ -108,7 +134,7 @@ def render_output_type(tool: ToolDefinition) -> str:
         return _UNKNOWN
     structured = mcp_structured_content_schema(tool.output_schema)
     if structured is not None:
-        rendered = render_schema(structured, root=tool.output_schema)
+        rendered = render_schema(structured)  # its refs resolve in itself, as upstream
         return "CallToolResult" if rendered == _UNKNOWN else f"CallToolResult<{rendered}>"
     return render_schema(tool.output_schema)
 
@@ -128,97 +154,141 @@ def tool_declaration(tool: ToolDefinition) -> str:
 
 
 class _Renderer:
-    """One rendering pass over a schema document (holds the ``$ref`` root)."""
+    """One rendering pass over a schema document (holds the ``$ref`` root and the
+    pass's budgets)."""
 
     def __init__(self, root: JSON) -> None:
         self._root = root
         self._depth = 0
+        self._nested_resources = 0  # nested `$id`s around the current schema
+        self._active: dict[str, int] = {}  # pointer -> expansions open along this path
+        self._expansions_left = MAX_TOTAL_REF_EXPANSIONS
+        self._work_left = MAX_RENDER_WORK_BYTES
+        self.exhausted = False
 
-    def render(self, schema: JSON, expansions: int) -> str:
-        if self._depth >= MAX_DEPTH:
+    def render(self, schema: JSON) -> str:
+        if self.exhausted or self._depth >= MAX_DEPTH:
             return _UNKNOWN
+        nested = schema is not self._root and isinstance(schema, dict) and "$id" in schema
         self._depth += 1
+        self._nested_resources += nested
         try:
-            return self._render(schema, expansions)
+            rendered = self._render(schema)
         finally:
             self._depth -= 1
+            self._nested_resources -= nested
+        return rendered if self._charge(len(rendered)) else _UNKNOWN
 
-    def _render(self, schema: JSON, expansions: int) -> str:
+    def _charge(self, size: int) -> bool:
+        """Count ``size`` characters of rendering against the pass's work budget."""
+        if size > self._work_left:
+            self.exhausted = True
+            return False
+        self._work_left -= size
+        return True
+
+    def _render(self, schema: JSON) -> str:
         if schema is True:
             return _UNKNOWN
         if schema is False:
             return "never"
         if not isinstance(schema, dict):
             return _UNKNOWN
-        ref = schema.get("$ref")
-        if isinstance(ref, str):
-            ref_type = self._render_ref(ref, expansions)
-            siblings = {key: value for key, value in schema.items() if key != "$ref"}
-            sibling_type = self._render_keywords(siblings, expansions)
-            # `X & unknown` is just `X`: only intersect when both sides say something.
-            if sibling_type == _UNKNOWN:
+        if "$ref" in schema:
+            ref_type = self._render_ref(schema["$ref"])
+            if self.exhausted:
+                return _UNKNOWN
+            siblings = {
+                key: value
+                for key, value in schema.items()
+                if key not in ("$ref", "$defs", "definitions")
+            }
+            if not any(key in siblings for key in _SCHEMA_KEYWORDS):
                 return ref_type
+            sibling_type = self._render_keywords(siblings)
+            # `X & unknown` is just `X`: only intersect when both sides say something.
             if ref_type == _UNKNOWN:
                 return sibling_type
+            if sibling_type == _UNKNOWN:
+                return ref_type
             return f"({ref_type}) & ({sibling_type})"
-        return self._render_keywords(schema, expansions)
+        return self._render_keywords(schema)
 
-    def _render_ref(self, ref: str, expansions: int) -> str:
-        if expansions >= MAX_REF_EXPANSIONS:
+    def _render_ref(self, ref: JSON) -> str:
+        if self._nested_resources or not isinstance(ref, str):
+            return _UNKNOWN  # refs inside a nested `$id` resource are not the root's
+        pointer = _local_pointer(ref)
+        if pointer is None:
             return _UNKNOWN
-        found, target = _resolve_pointer(self._root, ref)
+        active = self._active.get(pointer, 0)
+        if active >= MAX_REF_EXPANSIONS or self._expansions_left == 0:
+            return _UNKNOWN
+        found, target = _resolve_pointer(self._root, pointer)
         if not found:
-            return _UNKNOWN
-        return self.render(target, expansions + 1)
+            return _UNKNOWN  # a dangling reference costs nothing
+        self._expansions_left -= 1
+        self._active[pointer] = active + 1
+        try:
+            return self.render(target)
+        finally:
+            if active == 0:
+                del self._active[pointer]
+            else:
+                self._active[pointer] = active
 
-    def _render_keywords(self, schema: dict[str, Any], expansions: int) -> str:
+    def _literal(self, value: JSON) -> str:
+        literal = _literal(value)
+        return literal if self._charge(len(literal)) else _UNKNOWN
+
+    def _render_keywords(self, schema: dict[str, Any]) -> str:
         if "const" in schema:
-            return _literal(schema["const"])
+            return self._literal(schema["const"])
         enum = schema.get("enum")
         if isinstance(enum, list) and enum:
-            return " | ".join(_literal(value) for value in enum)
+            literals = [self._literal(value) for value in enum]
+            return _UNKNOWN if self.exhausted else " | ".join(literals)
         for key in ("anyOf", "oneOf"):
             variants = schema.get(key)
             if isinstance(variants, list) and variants:
-                return " | ".join(self.render(variant, expansions) for variant in variants)
+                return " | ".join(self.render(variant) for variant in variants)
         all_of = schema.get("allOf")
         if isinstance(all_of, list) and all_of:
-            return " & ".join(self.render(part, expansions) for part in all_of)
+            parts = [self.render(part) for part in all_of]
+            # A union inside an intersection keeps its own meaning: `(A | B) & C`.
+            return " & ".join(f"({part})" if " | " in part else part for part in parts)
         schema_type = schema.get("type")
         if isinstance(schema_type, list):
-            keywords = [
-                self._type_keyword(schema, t, expansions) for t in schema_type if isinstance(t, str)
-            ]
+            keywords = [self._type_keyword(schema, t) for t in schema_type if isinstance(t, str)]
             if keywords:
                 return " | ".join(keywords)
         elif isinstance(schema_type, str):
-            return self._type_keyword(schema, schema_type, expansions)
+            return self._type_keyword(schema, schema_type)
         if "properties" in schema or "additionalProperties" in schema or "required" in schema:
-            return self._object(schema, expansions)
+            return self._object(schema)
         if "items" in schema or "prefixItems" in schema:
-            return self._array(schema, expansions)
+            return self._array(schema)
         return _UNKNOWN
 
-    def _type_keyword(self, schema: dict[str, Any], keyword: str, expansions: int) -> str:
+    def _type_keyword(self, schema: dict[str, Any], keyword: str) -> str:
         if keyword in ("string", "boolean", "null"):
             return keyword
         if keyword in ("number", "integer"):
             return "number"
         if keyword == "array":
-            return self._array(schema, expansions)
+            return self._array(schema)
         if keyword == "object":
-            return self._object(schema, expansions)
+            return self._object(schema)
         return _UNKNOWN
 
-    def _array(self, schema: dict[str, Any], expansions: int) -> str:
+    def _array(self, schema: dict[str, Any]) -> str:
         if "items" in schema:
-            return f"Array<{self.render(schema['items'], expansions)}>"
+            return f"Array<{self.render(schema['items'])}>"
         prefix_items = schema.get("prefixItems")
         if isinstance(prefix_items, list) and prefix_items:
-            return "[" + ", ".join(self.render(item, expansions) for item in prefix_items) + "]"
+            return "[" + ", ".join(self.render(item) for item in prefix_items) + "]"
         return "unknown[]"
 
-    def _object(self, schema: dict[str, Any], expansions: int) -> str:
+    def _object(self, schema: dict[str, Any]) -> str:
         raw_required = schema.get("required")
         required = (
             {name for name in raw_required if isinstance(name, str)}
@@ -233,17 +303,17 @@ class _Renderer:
         def property_line(name: str) -> str:
             key = name if normalize_identifier(name) == name else _json(name)
             optional = "" if name in required else "?"
-            return f"{key}{optional}: {self.render(properties[name], expansions)};"
+            return f"{key}{optional}: {self.render(properties[name])};"
 
-        index_line = self._index_line(schema, properties, expansions)
         multi_line = any(
             isinstance(value, dict)
             and isinstance(value.get("description"), str)
             and value["description"] != ""
             for value in properties.values()
         )
+        lines: list[str] = []
         if multi_line:
-            lines = ["{"]
+            lines.append("{")
             for name in names:
                 value = properties[name]
                 description = value.get("description") if isinstance(value, dict) else None
@@ -252,35 +322,31 @@ class _Renderer:
                         line = raw.strip()
                         if line:
                             lines.append(f"{_INDENT}// {line}")
-                lines.append(_indent(property_line(name)))
-            if index_line is not None:
-                lines.append(_indent(index_line))
-            lines.append("}")
-            return "\n".join(lines)
-        parts = [property_line(name) for name in names]
+                # Only a member's first line is indented, as the reference does.
+                lines.append(_INDENT + property_line(name))
+        else:
+            lines.extend(property_line(name) for name in names)
+        index_line = self._index_line(schema, properties)
         if index_line is not None:
-            parts.append(index_line)
-        return "{ " + " ".join(parts) + " }" if parts else "{}"
+            lines.append(_INDENT + index_line if multi_line else index_line)
+        if multi_line:
+            lines.append("}")
+        if self.exhausted or not self._charge(sum(len(line) for line in lines)):
+            return _UNKNOWN
+        if multi_line:
+            return "\n".join(lines)
+        return "{ " + " ".join(lines) + " }" if lines else "{}"
 
-    def _index_line(
-        self, schema: dict[str, Any], properties: dict[str, Any], expansions: int
-    ) -> str | None:
+    def _index_line(self, schema: dict[str, Any], properties: dict[str, Any]) -> str | None:
         if "additionalProperties" in schema:
             additional = schema["additionalProperties"]
             if additional is False:
                 return None
-            value_type = _UNKNOWN if additional is True else self.render(additional, expansions)
+            value_type = _UNKNOWN if additional is True else self.render(additional)
             return f"[key: string]: {value_type};"
         # An object schema that names no properties and does not close itself is an
         # open map; one that lists properties is, in practice, meant to have just those.
         return None if properties else "[key: string]: unknown;"
-
-
-def _indent(text: str) -> str:
-    """Indent every line of a (possibly multi-line) member by one level, so nested
-    multi-line object types stay readable. (The reference indents only the first
-    line; re-indenting the rest changes no type and reads as ordinary TypeScript.)"""
-    return _INDENT + text.replace("\n", "\n" + _INDENT)
 
 
 def _json(value: JSON) -> str:
@@ -294,17 +360,26 @@ def _literal(value: JSON) -> str:
         return _UNKNOWN
 
 
-def _resolve_pointer(root: JSON, ref: str) -> tuple[bool, JSON]:
-    """Resolve a local reference (``#`` or ``#/a/b``, RFC 6901 escapes and URI
-    percent-encoding honoured). Returns ``(False, None)`` when the reference is not
-    local or does not point at anything."""
-    if ref == "#":
+def _local_pointer(ref: str) -> str | None:
+    """The JSON pointer of a local reference (``#`` -> ``""``, ``#/a/b`` -> ``/a/b``,
+    percent-decoded first, as the reference does), or ``None`` for any other."""
+    if not ref.startswith("#"):
+        return None
+    try:
+        pointer = urllib.parse.unquote(ref[1:], errors="strict")
+    except UnicodeDecodeError:
+        return None
+    return pointer if pointer == "" or pointer.startswith("/") else None
+
+
+def _resolve_pointer(root: JSON, pointer: str) -> tuple[bool, JSON]:
+    """Resolve a JSON pointer (RFC 6901 escapes honoured) in ``root``. Returns
+    ``(False, None)`` when it does not point at anything."""
+    if pointer == "":
         return True, root
-    if not ref.startswith("#/"):
-        return False, None
     node = root
-    for raw_token in ref[2:].split("/"):
-        token = urllib.parse.unquote(raw_token).replace("~1", "/").replace("~0", "~")
+    for raw_token in pointer[1:].split("/"):
+        token = raw_token.replace("~1", "/").replace("~0", "~")
         if isinstance(node, dict) and token in node:
             node = node[token]
         elif isinstance(node, list) and token.isdigit() and int(token) < len(node):

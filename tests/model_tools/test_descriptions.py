@@ -141,16 +141,16 @@ TOOLS = [
                     }
                 },
                 "required": ["hits"],
+                # Refs in structuredContent resolve in it, as upstream renders it (and as
+                # an MCP server's outputSchema, which becomes structuredContent, has them).
+                "$defs": {
+                    "Doc": {
+                        "properties": {"id": {"type": "string"}, "title": {"type": "string"}},
+                        "required": ["id"],
+                    }
+                },
             }
-        )
-        | {
-            "$defs": {
-                "Doc": {
-                    "properties": {"id": {"type": "string"}, "title": {"type": "string"}},
-                    "required": ["id"],
-                }
-            }
-        },
+        ),
     ),
     _tool(
         "mcp__docs__read",

@@ -14,6 +14,9 @@ from code_mode.model_tools.mcp_results import (
 )
 from code_mode.model_tools.typescript import (
     MAX_DEPTH,
+    MAX_RENDER_WORK_BYTES,
+    MAX_RENDERED_BYTES,
+    MAX_TOTAL_REF_EXPANSIONS,
     normalize_identifier,
     render_schema,
     tool_declaration,
@@ -168,7 +171,9 @@ CASES: list[tuple[str, Any, str]] = [
         "{\n  // one\n  // two\n  a?: string;\n}",
     ),
     (
-        "nested multi-line object is re-indented",
+        # The reference indents only a member's first line (json_schema_types.rs,
+        # render_object, openai/codex a186f5484dc8); this package re-indented the rest.
+        "nested multi-line object: only its first line is indented",
         {
             "properties": {
                 "outer": {
@@ -177,7 +182,7 @@ CASES: list[tuple[str, Any, str]] = [
                 }
             }
         },
-        "{\n  // Outer.\n  outer?: {\n    // Inner.\n    inner?: string;\n  };\n}",
+        "{\n  // Outer.\n  outer?: {\n  // Inner.\n  inner?: string;\n};\n}",
     ),
     # $ref
     (
@@ -260,14 +265,118 @@ def test_ref_resolves_against_explicit_root() -> None:
     assert render_schema({"$ref": "#/$defs/A"}, root=root) == "boolean"
 
 
-def test_ref_chain_is_limited_to_two_expansions() -> None:
+def test_each_ref_target_expands_twice_along_a_path() -> None:
+    """Upstream counts expansions per target (json_schema_types.rs,
+    ``MAX_LOCAL_REF_EXPANSIONS_PER_PATH``, openai/codex commit a186f5484dc8): a chain of
+    distinct targets resolves; this package counted every expansion on the path."""
     schema = {
         "$ref": "#/$defs/a",
         "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/c"}, "c": {"type": "string"}},
     }
-    assert render_schema(schema) == "unknown"
-    schema["$defs"]["a"] = {"$ref": "#/$defs/c"}  # type: ignore[index]
     assert render_schema(schema) == "string"
+    loop = {"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/a"}}}
+    assert render_schema(loop) == "unknown"
+
+
+# Upstream's json_schema_types_tests.rs (openai/codex commit a186f5484dc8).
+
+
+def test_renders_recursive_local_refs_with_escaped_pointer_segments() -> None:
+    clause = {"$ref": "#/$defs/Boolean~1Clause~0v1"}
+    schema = {
+        "type": "object",
+        "properties": {"clauses": {"type": "array", "items": clause}},
+        "$defs": {
+            "Boolean/Clause~v1": {
+                "type": "object",
+                "properties": {"query": {"$ref": "#/$defs/Query"}},
+            },
+            "Query": {
+                "oneOf": [
+                    {"type": "string"},
+                    {
+                        "type": "object",
+                        "properties": {"clauses": {"type": "array", "items": clause}},
+                    },
+                ]
+            },
+        },
+    }
+    rendered = render_schema(schema)
+    assert "clauses?: Array<{ query?: string | { clauses?: Array<{" in rendered
+    assert "query?: string | { clauses?: Array<unknown>; };" in rendered
+
+
+def test_renders_ref_siblings_uri_fragments_and_all_of_precedence() -> None:
+    label = {"$ref": "#/$defs/Label", "enum": ["A"], "$defs": {"Label": {"type": "string"}}}
+    assert render_schema(label) == '(string) & ("A")'
+    spaced = {"$ref": "#/$defs/Foo%20Bar", "$defs": {"Foo Bar": {"type": "string"}}}
+    assert render_schema(spaced) == "string"
+    choice = {
+        "allOf": [
+            {"$ref": "#/$defs/Choice"},
+            {"type": "object", "properties": {"value": {"type": "string"}}},
+        ],
+        "$defs": {"Choice": {"oneOf": [{"type": "string"}, {"type": "number"}]}},
+    }
+    assert render_schema(choice) == "(string | number) & { value?: string; }"
+
+
+def test_leaves_local_refs_under_nested_schema_resources_unresolved() -> None:
+    schema = {
+        "$defs": {"Choice": {"type": "string"}},
+        "type": "object",
+        "properties": {
+            "nested": {
+                "$id": "urn:nested",
+                "$defs": {"Choice": {"type": "number"}},
+                "type": "object",
+                "properties": {"value": {"$ref": "#/$defs/Choice"}},
+            }
+        },
+    }
+    assert render_schema(schema) == "{ nested?: { value?: unknown; }; }"
+
+
+def test_bounds_expansions_without_charging_dangling_refs() -> None:
+    properties: dict[str, Any] = {
+        f"a_missing_{i}": {"$ref": f"#/$defs/Missing{i}"} for i in range(MAX_TOTAL_REF_EXPANSIONS)
+    }
+    properties["z_valid"] = {"$ref": "#/$defs/Valid"}
+    schema = {"type": "object", "properties": properties, "$defs": {"Valid": {"type": "string"}}}
+    assert "z_valid?: string;" in render_schema(schema)
+    many = {f"property_{i}": {"$ref": "#/$defs/Item"} for i in range(MAX_TOTAL_REF_EXPANSIONS + 2)}
+    rendered = render_schema(
+        {"type": "object", "properties": many, "$defs": {"Item": {"type": "string"}}}
+    )
+    assert rendered.count("string") == MAX_TOTAL_REF_EXPANSIONS
+    assert rendered.count("unknown") == 2
+
+
+def test_repeated_large_ref_expansions_exhaust_render_work_budget() -> None:
+    item = {
+        "type": "object",
+        "properties": {"value": {"type": "string", "description": "x" * (MAX_RENDERED_BYTES // 2)}},
+    }
+    properties = {
+        f"property_{i}": {"$ref": "#/$defs/Item"} for i in range(MAX_TOTAL_REF_EXPANSIONS)
+    }
+    schema = {"type": "object", "properties": properties, "$defs": {"Item": item}}
+    assert render_schema(schema) == "unknown"
+
+
+def test_oversized_ref_literal_exhausts_render_work_budget() -> None:
+    schema = {"$ref": "#/$defs/Value", "$defs": {"Value": {"const": "x" * MAX_RENDER_WORK_BYTES}}}
+    assert render_schema(schema) == "unknown"
+
+
+def test_rendered_schema_has_a_hard_size_cap() -> None:
+    description = "x" * MAX_RENDERED_BYTES
+    schema = {
+        "type": "object",
+        "properties": {"value": {"type": "string", "description": description}},
+    }
+    assert render_schema(schema) == "unknown"
 
 
 @pytest.mark.parametrize(
@@ -382,10 +491,19 @@ def test_tool_declaration_mcp_output() -> None:
         output_schema=_mcp_output({"type": "object", "properties": {"n": {"type": "integer"}}}),
     )
     assert tool_declaration(typed).endswith("Promise<CallToolResult<{ n?: number; }>>; };")
-    refs = _mcp_output({"$ref": "#/$defs/R"})
-    refs["$defs"] = {"R": {"type": "array", "items": {"type": "string"}}}
+    # structuredContent's refs resolve in structuredContent itself, as upstream's
+    # code_mode_types_structured_content_result_refs (description.rs, openai/codex
+    # 4f39251a010a) has them: an MCP server's outputSchema keeps its own $defs.
+    refs = _mcp_output(
+        {"$ref": "#/$defs/R", "$defs": {"R": {"type": "array", "items": {"type": "string"}}}}
+    )
     assert tool_declaration(_tool("s", output_schema=refs)).endswith(
         "Promise<CallToolResult<Array<string>>>; };"
+    )
+    outer = _mcp_output({"$ref": "#/$defs/R"})
+    outer["$defs"] = {"R": {"type": "string"}}
+    assert tool_declaration(_tool("s", output_schema=outer)).endswith(
+        "Promise<CallToolResult>; };"
     )
 
 
