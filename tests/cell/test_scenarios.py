@@ -292,6 +292,7 @@ async def test_11_a_frontier_observer_gets_initial_yield_and_completion_merged(
 async def test_12_parallel_tool_calls_settle_in_either_order(isolation: str) -> None:
     delegate = GateDelegate(gates=["first", "second"], errors={"first": RuntimeError("failed")})
     source = """
+        // A rejection is the plain string (openai/codex module_loader.rs, 4f39251a010a).
         const first = tools.first().then((v) => "first ok", (e) => "first " + e);
         const second = tools.second().then((v) => "second", (e) => "second failed");
         text(await first);

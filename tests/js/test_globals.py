@@ -3,6 +3,11 @@
 ``text``, ``image``, ``forward_output``, ``console``, ``notify``, ``store``/``load``,
 ``setTimeout``/``clearTimeout``, ``yield_control`` and ``exit``. The output helpers'
 edge cases are unit-tested with ``output.js``; here each is checked through a session.
+
+A helper's failure is a plain string, as the reference's helpers throw it
+(``throw_type_error`` in openai/codex codex-rs/code-mode-runtime/src/runtime/value.rs,
+commit 4f39251a010a): the tests read ``typeof e`` and ``e`` itself, where they read
+``e instanceof Error`` and ``e.message`` before.
 """
 
 from __future__ import annotations

@@ -330,6 +330,8 @@ async def test_output_before_an_error_is_kept(isolation: str) -> None:
             'image("ftp://example.com/a.png");',
             "Tool call failed: invalid image output. Pass a base64 data URI instead",
         ),
+        # openai/codex module_loader.rs dynamic_import_callback (commit 4f39251a010a);
+        # the ftp:// text above is value.rs's since c09df9e35319.
         ('await import("fs");', "unsupported import in exec"),
         ("await tools.missing({});", "tool `missing` is not enabled in exec"),
     ],

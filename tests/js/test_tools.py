@@ -1,6 +1,11 @@
 """Tools inside a program (``docs/programs.md``: Calling tools), through the
 public API: identifiers, ``ALL_TOOLS``, input rules, ids, concurrency, JSON conversion,
-host failures and results."""
+host failures and results.
+
+A rejection is a plain string, as in the reference (``resolve_tool_response`` in
+openai/codex codex-rs/code-mode-runtime/src/runtime/module_loader.rs, commit
+4f39251a010a): the tests read ``typeof e`` and ``e``, where they read
+``e instanceof Error`` and ``e.message`` before."""
 
 from __future__ import annotations
 
