@@ -502,9 +502,7 @@ def test_tool_declaration_mcp_output() -> None:
     )
     outer = _mcp_output({"$ref": "#/$defs/R"})
     outer["$defs"] = {"R": {"type": "string"}}
-    assert tool_declaration(_tool("s", output_schema=outer)).endswith(
-        "Promise<CallToolResult>; };"
-    )
+    assert tool_declaration(_tool("s", output_schema=outer)).endswith("Promise<CallToolResult>; };")
 
 
 def test_tool_declaration_multi_line() -> None:
