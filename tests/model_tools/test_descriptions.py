@@ -483,3 +483,19 @@ def test_all_tools_descriptions_put_the_namespace_description_first() -> None:
         "```"
     )
     assert augment_tool_definition(tool).description.startswith("Echo back")
+
+
+def test_push_and_the_idle_floor_only_add_lines_to_the_reference_texts() -> None:
+    """With push (``on_finished``) or an idle floor, the reference's lines all stay, in
+    order; the hosts' notes are lines of their own next to the ones they qualify."""
+    plain = exec_description([]).splitlines()
+    pushed = exec_description([], push=True).splitlines()
+    at = next(i for i, line in enumerate(plain) if line.startswith("- `yield_time_ms`"))
+    assert pushed[: at + 1] == plain[: at + 1]
+    assert "you will be given its result when it finishes" in pushed[at + 1]
+    assert pushed[at + 2 :] == plain[at + 1 :]
+    wait = wait_description(push=True, idle_floor_ms=30_000).splitlines()
+    assert wait[0] == REFERENCE_WAIT.splitlines()[0]
+    assert wait[1].startswith("- You do not need `wait`")
+    assert any("for up to 30 seconds in all" in line for line in wait)
+    assert len(wait) == len(REFERENCE_WAIT.splitlines()) + 2
