@@ -101,6 +101,8 @@ class WarmIsolates:
         self._closed = False
         self._taken = 0  # isolates handed to cells so far
         self._trim: trio.CancelScope | None = None  # while a burst's end is awaited
+        self._trim_done = trio.Event()  # set when the last trim task has returned
+        self._trim_done.set()
 
     @property
     def ready_count(self) -> int:
@@ -118,7 +120,8 @@ class WarmIsolates:
         target = self._burst if burst else self._count
         if target > self._count and self._trim is None and not self._closed:
             self._trim = trio.CancelScope()
-            self._nursery.start_soon(self._trim_after_burst, self._trim)
+            self._trim_done = trio.Event()
+            self._nursery.start_soon(self._trim_after_burst, self._trim, self._trim_done)
         while not self._closed and len(self._ready) + self._filling < target:
             self._filling += 1
             go = trio.Event()
@@ -129,8 +132,10 @@ class WarmIsolates:
                 after.first_task.append(go)
             self._nursery.start_soon(self._fill_one, go)
 
-    async def _trim_after_burst(self, scope: trio.CancelScope) -> None:
-        """Once cells stop taking isolates, close those beyond ``count``."""
+    async def _trim_after_burst(self, scope: trio.CancelScope, done: trio.Event) -> None:
+        """Once cells stop taking isolates, close those beyond ``count``. ``done`` is set
+        when it returns: :meth:`aclose` waits for it, since a trim that has begun closing
+        isolates finishes (shielded) and needs the engine's disposal threads meanwhile."""
         try:
             with scope:
                 while True:
@@ -143,7 +148,9 @@ class WarmIsolates:
                     for _slot, handle in extra:
                         await handle.close()
         finally:
-            self._trim = None
+            if self._trim is scope:
+                self._trim = None
+            done.set()
 
     def _hurry(self) -> None:
         waiting, self._waiting_fills = self._waiting_fills, []
@@ -236,9 +243,11 @@ class WarmIsolates:
     async def aclose(self) -> None:
         self._closed = True
         self._hurry()
-        if self._trim is not None:
-            self._trim.cancel()
+        trim, trim_done = self._trim, self._trim_done
+        if trim is not None:
+            trim.cancel()
         with trio.CancelScope(shield=True):
+            await trim_done.wait()
             while self._filling:
                 await self._fill_done.wait()
             ready, self._ready = self._ready, []

@@ -215,3 +215,58 @@ async def test_after_a_burst_the_pool_goes_back_to_its_count(
         assert len(backend.handles) == 4
         for handle in (first, second, third):
             await handle.close()
+
+
+async def test_closing_the_pool_waits_for_a_trim_that_is_closing_isolates(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """A trim that has begun closing the isolates beyond the pool's count finishes
+    (shielded); the pool's ``aclose`` must not return before it, or the engine would
+    close the threads that trim is closing isolates on (found as "BlockingWorkers is
+    closed" in a default engine's teardown)."""
+    release = trio.Event()
+    closing: list[int] = []
+
+    class SlowHandle(FakeHandle):
+        async def close(self) -> None:
+            closing.append(self.number)
+            if self.number == 3:  # the one the trim closes; the others close at once
+                await release.wait()
+            await super().close()
+
+    backend = FakeBackend()
+
+    async def create(
+        sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
+    ) -> FakeHandle:
+        await trio.lowlevel.checkpoint()
+        backend.sinks.append(sink)
+        backend.handles.append(SlowHandle(len(backend.handles)))
+        return backend.handles[-1]
+
+    backend.create_isolate = create  # type: ignore[method-assign]
+    closed = trio.Event()
+    async with trio.open_nursery() as nursery:
+        warm = WarmIsolates(backend, nursery, count=1, burst=2, **LIMITS)
+        warm.refill()
+        await trio.testing.wait_all_tasks_blocked()
+        taken = [await take(warm), await take(warm)]  # the second waited: a burst
+        assert len(warm._ready) == 2
+        mock_clock.jump(BURST_IDLE * 1.1)
+        await trio.testing.wait_all_tasks_blocked()
+        assert closing == [3]  # the trim is closing the isolate beyond the count
+
+        async def close_pool() -> None:
+            await warm.aclose()
+            closed.set()
+
+        nursery.start_soon(close_pool)
+        await trio.testing.wait_all_tasks_blocked()
+        held = not closed.is_set()  # held by the trim's close in progress ...
+        release.set()  # (released first either way, so a failure cannot hang)
+        assert held
+        await trio.testing.wait_all_tasks_blocked()
+        assert closed.is_set()
+        for handle in taken:
+            await handle.close()
+    assert all(handle.closed for handle in backend.handles)
