@@ -37,7 +37,7 @@
 // Credit: each counted buffer has a WeakRef, which V8 empties when a collection finds
 // the buffer dead. The runtime walks them now and then (as its list of records doubles)
 // and, before failing a check, forces a full collection (V8's gc extension under a
-// private name, see V8_FLAGS in _native.py) and walks them again. A WeakRef keeps its
+// private name, see V8_FLAGS in _native_library.py) and walks them again. A WeakRef keeps its
 // target alive until the current job ends, so buffers dropped since the program last
 // waited for the host (a tool call, a timer) still count: churning more than the limit
 // without ever awaiting one fails the cell. (A FinalizationRegistry would not credit
