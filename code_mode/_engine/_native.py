@@ -50,10 +50,10 @@ _TYPE_OOM_EXCEPTION: Final = 202
 _TYPE_TERMINATED_EXCEPTION: Final = 204
 _ERROR_TYPES: Final = frozenset({200, 201, 202, 203, 204, 205, 206})
 
-# Callback ids: the two doorbells, the heap cap's (see _heap_cap.py), then evaluation tags.
+# Callback ids: the two doorbells, then evaluation tags (set-up and heap-cap calls
+# below FIRST_PROGRAM_TAG, see set_limits).
 _BELL_MORE: Final = 1
 _BELL_END: Final = 2
-_BELL_HEAP: Final = 3
 _FIRST_TAG: Final = 16
 FIRST_PROGRAM_TAG: Final = 1024
 
@@ -166,7 +166,6 @@ class NativeIsolate:
         self._recv: Any = None  # the runtime's entry point (a function handle)
         self._argv: Any = None  # an empty array: its arguments (the batch is `this`)
         self._heap_cap = HeapCap(self._dll, memory_limit_bytes)
-        self._heap_call: Any = None  # a function that rings _BELL_HEAP (see _apply_heap_cap)
         self._callback = MR_CALLBACK(self._on_callback)
         with _context_lock:
             self._ctx = self._dll.mr_init_context(self._callback)
@@ -177,6 +176,7 @@ class NativeIsolate:
             self._dll.mr_set_hard_memory_limit(self._ctx, memory_limit_bytes)
             self._install_prelude()
         except BaseException:
+            self._heap_cap.close()
             self._dll.mr_free_context(self._ctx)
             self._ctx = None
             raise
@@ -208,19 +208,6 @@ class NativeIsolate:
         self._argv = self._take_item(buffer, "argv")
         self._probe_text = self._string_value(PROBE)
         self._keep.append(self._probe_text)
-        # V8's own heap limit, set on the isolate thread from inside a call of this
-        # function (see _heap_cap.py).
-        self._heap_call = dll.mr_make_js_callback(self._ctx, _BELL_HEAP)
-        self._keep.append(self._heap_call)
-        tag = self._next_tag
-        self._next_tag += 1
-        dll.mr_call_function(self._ctx, self._heap_call, self._argv, self._argv, tag)
-        with self._setup_done:
-            while tag not in self._setup_results:
-                self._setup_done.wait()
-            result = self._setup_results.pop(tag)
-        if not isinstance(result, str | tuple):
-            dll.mr_free_value(self._ctx, result)
 
     def _take_item(self, holder: Any, name: str) -> Any:
         """Takes ``holder[name]`` and keeps a handle to its value (set-up only). The
@@ -302,14 +289,15 @@ class NativeIsolate:
             if self._ctx:
                 self._dll.mr_set_hard_memory_limit(self._ctx, memory_limit_bytes)
                 if self._heap_cap.needs_apply() and self._next_tag < FIRST_PROGRAM_TAG:
-                    # Lowering V8's limit takes the isolate thread: a quiet call, run
-                    # before anything posted after it.
+                    # Lowering V8's limit takes the isolate thread: a quiet probe (which
+                    # does nothing before a start), whose completion lowers it there
+                    # (_on_result), before anything posted after it runs.
                     tag = self._next_tag
                     self._next_tag += 1
                     self._quiet.add(tag)
                     self._tasks[tag] = int(
                         self._held.mr_call_function(
-                            self._ctx, self._heap_call, self._argv, self._argv, tag
+                            self._ctx, self._recv, self._probe_text, self._argv, tag
                         )
                     )
 
@@ -331,11 +319,6 @@ class NativeIsolate:
                     if self._ctx:
                         self._held.mr_free_value(self._ctx, raw)
                     report = None
-                elif callback_id == _BELL_HEAP:
-                    self._heap_cap.install()  # sets or lowers V8's limit
-                    if self._ctx:
-                        self._held.mr_free_value(self._ctx, raw)
-                    complete, batch, defer, report = False, None, False, None
                 else:
                     complete, batch, defer = False, None, False
                     report = self._on_result(callback_id, raw)
@@ -438,7 +421,10 @@ class NativeIsolate:
         return bool(address) and ctypes.c_int32.from_address(address + _QUEUED_OFFSET).value != 0
 
     def _on_setup_result(self, tag: int, raw: Any) -> None:
-        """The result of a set-up evaluation, for the constructor that waits for it."""
+        """The result of a set-up evaluation (the prelude's), for the constructor that
+        waits for it. This runs on the isolate thread, with the isolate entered: V8's
+        heap limit is set here (see :mod:`._heap_cap`), at no round trip of its own."""
+        self._heap_cap.install()
         contents = raw.contents
         kind = int(contents.type)
         value: Any
@@ -456,6 +442,8 @@ class NativeIsolate:
     def _on_result(self, tag: int, raw: Any) -> tuple[int, str, str] | None:
         """The report of an evaluation that ended (called with the lock held), or
         ``None`` when it is not reported."""
+        if tag < FIRST_PROGRAM_TAG:
+            self._heap_cap.apply()  # the probe set_limits posted to lower V8's limit
         self._tasks.pop(tag, None)
         if self._closed and not self._tasks:
             self._idle.notify_all()
