@@ -18,10 +18,13 @@ the tools:
   allocation under way instead of aborting the process.
 
 Both are called through ``ctypes`` on the isolate's own thread (V8's heap belongs to
-it): once when the isolate is set up, and again when a warm isolate is handed to a
-session with a lower limit (:meth:`HeapCap.apply`, from the isolate thread). A build
-of mini-racer without these symbols leaves the feature off: the cell is then bounded
-by mini-racer's check, the JavaScript size checks and the worker's RSS limit.
+it, and mini-racer's message pump keeps the isolate entered there, so
+``Isolate::GetCurrent`` finds it inside any completion callback): once in the callback
+that reports the prelude's evaluation (no round trip of its own), and again when a
+warm isolate is handed to a session with a lower limit (:meth:`HeapCap.apply`, in the
+completion of a probe posted for it). A build of mini-racer without these symbols
+leaves the feature off: the cell is then bounded by mini-racer's check, the JavaScript
+size checks and the worker's RSS limit.
 
 What this does not cover: one allocation larger than the whole young generation lands
 in a space V8 always lets its first object into (a huge string flattened at once), and
@@ -152,8 +155,9 @@ class HeapCap:
         return self._isolate is not None
 
     def install(self) -> None:
-        """Register with the current isolate the first time (call on its thread,
-        inside a callback from JavaScript), then :meth:`apply` the limit."""
+        """Register with the current isolate the first time (call on its thread, in a
+        callback from mini-racer: the isolate is entered there), then :meth:`apply`
+        the limit."""
         api = self._api
         if api is None:
             return

@@ -21,7 +21,9 @@ paths:
 Each mini-racer context owns one isolate and one OS thread (its message pump); nothing
 else is started per cell. Creating and disposing a context block for milliseconds (V8
 isolate creation, thread join), so :class:`NativeIsolate` is only constructed and
-closed on a :class:`~code_mode._engine._worker.BlockingWorker` thread.
+closed on a :class:`~code_mode._engine._blocking_threads.BlockingWorker` thread. The
+library itself, and V8 with its flags, are loaded once per process
+(:mod:`._native_library`); V8's own heap limit for the isolate is :mod:`._heap_cap`.
 """
 
 from __future__ import annotations
@@ -31,12 +33,12 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final
 
-from py_mini_racer import _dll as mini_racer_dll
-from py_mini_racer import init_mini_racer
 from py_mini_racer._dll import MR_CALLBACK
 
 from . import _pkeys
 from ._heap_cap import HeapCap
+from ._native_library import held_library, library
+from ._native_library import live_isolate_count as live_isolate_count  # for the tests
 from ._prelude import prelude_source
 
 # Value type tags of mini-racer's C API (see py_mini_racer/_objects.py).
@@ -48,10 +50,10 @@ _TYPE_OOM_EXCEPTION: Final = 202
 _TYPE_TERMINATED_EXCEPTION: Final = 204
 _ERROR_TYPES: Final = frozenset({200, 201, 202, 203, 204, 205, 206})
 
-# Callback ids: the two doorbells, the heap cap's (see _heap_cap.py), then evaluation tags.
+# Callback ids: the two doorbells, then evaluation tags (set-up and heap-cap calls
+# below FIRST_PROGRAM_TAG, see set_limits).
 _BELL_MORE: Final = 1
 _BELL_END: Final = 2
-_BELL_HEAP: Final = 3
 _FIRST_TAG: Final = 16
 FIRST_PROGRAM_TAG: Final = 1024
 
@@ -78,34 +80,6 @@ TASK_ERROR: Final = "error"
 TASK_OOM: Final = "oom"
 TASK_TERMINATED: Final = "terminated"
 
-#: V8 flags, read once per process by whoever initialises mini-racer first.
-#: ``--single-threaded`` is mini-racer's default (no V8 worker threads).
-#: Functions are compiled lazily (V8's default), on first call, except those of the
-#: runtime's start path, which the prelude marks for compilation with it (see
-#: "Compiled ahead" in ``js/builtins.js``): the prelude is compiled ahead of time in the
-#: warm pool, so a cell does not pay for compiling its start path, and the rest of the
-#: runtime is only pre-parsed. (``--no-lazy`` did the former by compiling every
-#: function of the prelude: about 1 ms of CPU more per isolate.)
-#: ``--no-maglev`` leaves out V8's mid-tier optimising compiler (code still goes from
-#: the interpreter through Sparkplug to TurboFan). With ``--single-threaded`` V8
-#: compiles on the isolate's own thread, and a program interrupted in a loop that
-#: Maglev compiled (on-stack replacement) took 0.3-1.4 ms to stop instead of 0.1-0.3
-#: ms: most of ``terminate()``'s time. No measurable cost on tool calls, a cell's
-#: start, or compute-heavy programs (see docs/performance.md, optimisation 23).
-#: ``--expose-gc-as=Atomics`` gives the runtime a way to force a full collection before
-#: it fails a cell for its ArrayBuffer memory (``js/buffers.js``). V8 installs the gc
-#: function in every context under that name; ``Atomics`` already exists there as an
-#: ordinary configurable property, so V8 only replaces its *value*. The runtime takes
-#: the function (``js/builtins.js``) and deletes ``Atomics``, as it does anyway: a
-#: program sees no trace of it (a name of its own, as before, was a global no program
-#: could delete or stop seeing). Without the flag (another user of mini-racer
-#: initialised V8 first) ``Atomics`` is the real object and buffers are credited back
-#: only after collections V8 makes on its own. Other V8 contexts of a process that runs
-#: isolates in threads see the gc function in place of ``Atomics``.
-V8_FLAGS = ("--single-threaded", "--no-maglev", "--expose-gc-as=Atomics")
-
-_dll: Any = None
-_dll_lock = threading.Lock()
 # V8 initialises parts of its allocator lazily, inside the first isolate creation, and
 # two threads creating the first isolates of a process at once can trip a fatal check
 # (seen: "Check failed: !IsConfigurablePoolInitialized()"). Creating contexts is
@@ -124,60 +98,6 @@ DISPOSE_ALONE_SECONDS: Final = 0.2
 # JavaScript is stuck in a builtin that does not check for termination, and then the
 # disposal waits for it anyway.
 SETTLE_SECONDS: Final = 1.0
-
-
-def _library() -> Any:
-    """mini-racer's library, initialising V8 on first use.
-
-    The thread that initialises V8 is the one V8 gives rights on its memory protection
-    key (see :mod:`._pkeys`): its rights are recorded here, and every thread that later
-    creates or disposes of an isolate adopts them."""
-    global _dll
-    with _dll_lock:
-        if _dll is None:
-            ours = mini_racer_dll._dll_handle is None
-            _dll = init_mini_racer(flags=V8_FLAGS, ignore_duplicate_init=True)
-            if ours:
-                _pkeys.record_initial_rights()
-        _pkeys.adopt_v8_rights()
-        return _dll
-
-
-#: Functions of mini-racer's C API that only take a short internal lock (the value
-#: registry, the task queue) or read a flag, and never wait for JavaScript or for a
-#: thread that may hold the GIL (mini-racer calls back into Python outside its locks).
-_HELD_FUNCTIONS: Final = (
-    "mr_alloc_string_val",
-    "mr_call_function",
-    "mr_free_value",
-    "mr_hard_memory_limit_reached",
-)
-_held: Any = None
-
-
-def _held_library() -> Any:
-    """The functions of :data:`_HELD_FUNCTIONS`, called *without* letting go of the
-    GIL (``ctypes.PyDLL``; ``ctypes.CDLL`` releases and re-acquires it around every
-    call). They run on the hot path of every tool call, a few per call on the trio
-    thread and inside the isolate thread's callbacks, and take microseconds: letting
-    go of the GIL there only invited the other thread to take it, and then waiting
-    for it back (a hand-over, often a wake-up, per call)."""
-    global _held
-    dll = _library()
-    with _dll_lock:
-        if _held is None:
-            held = ctypes.PyDLL(dll._name, handle=dll._handle)
-            for name in _HELD_FUNCTIONS:
-                function, original = getattr(held, name), getattr(dll, name)
-                function.argtypes = original.argtypes
-                function.restype = original.restype
-            _held = held
-        return _held
-
-
-def initialise_v8() -> None:
-    """Initialise V8 on the calling thread now (it happens on first use otherwise)."""
-    _library()
 
 
 class IsolateUnavailable(Exception):
@@ -211,8 +131,8 @@ class NativeIsolate:
         on_task: TaskSink,
         keep_output: bool = False,
     ) -> None:
-        self._dll = _library()
-        self._held = _held_library()
+        self._dll = library()
+        self._held = held_library()
         self._on_batch = on_batch
         self._on_task = on_task
         self._max_message_chars = max_message_chars
@@ -246,7 +166,6 @@ class NativeIsolate:
         self._recv: Any = None  # the runtime's entry point (a function handle)
         self._argv: Any = None  # an empty array: its arguments (the batch is `this`)
         self._heap_cap = HeapCap(self._dll, memory_limit_bytes)
-        self._heap_call: Any = None  # a function that rings _BELL_HEAP (see _apply_heap_cap)
         self._callback = MR_CALLBACK(self._on_callback)
         with _context_lock:
             self._ctx = self._dll.mr_init_context(self._callback)
@@ -257,6 +176,7 @@ class NativeIsolate:
             self._dll.mr_set_hard_memory_limit(self._ctx, memory_limit_bytes)
             self._install_prelude()
         except BaseException:
+            self._heap_cap.close()
             self._dll.mr_free_context(self._ctx)
             self._ctx = None
             raise
@@ -288,19 +208,6 @@ class NativeIsolate:
         self._argv = self._take_item(buffer, "argv")
         self._probe_text = self._string_value(PROBE)
         self._keep.append(self._probe_text)
-        # V8's own heap limit, set on the isolate thread from inside a call of this
-        # function (see _heap_cap.py).
-        self._heap_call = dll.mr_make_js_callback(self._ctx, _BELL_HEAP)
-        self._keep.append(self._heap_call)
-        tag = self._next_tag
-        self._next_tag += 1
-        dll.mr_call_function(self._ctx, self._heap_call, self._argv, self._argv, tag)
-        with self._setup_done:
-            while tag not in self._setup_results:
-                self._setup_done.wait()
-            result = self._setup_results.pop(tag)
-        if not isinstance(result, str | tuple):
-            dll.mr_free_value(self._ctx, result)
 
     def _take_item(self, holder: Any, name: str) -> Any:
         """Takes ``holder[name]`` and keeps a handle to its value (set-up only). The
@@ -382,14 +289,15 @@ class NativeIsolate:
             if self._ctx:
                 self._dll.mr_set_hard_memory_limit(self._ctx, memory_limit_bytes)
                 if self._heap_cap.needs_apply() and self._next_tag < FIRST_PROGRAM_TAG:
-                    # Lowering V8's limit takes the isolate thread: a quiet call, run
-                    # before anything posted after it.
+                    # Lowering V8's limit takes the isolate thread: a quiet probe (which
+                    # does nothing before a start), whose completion lowers it there
+                    # (_on_result), before anything posted after it runs.
                     tag = self._next_tag
                     self._next_tag += 1
                     self._quiet.add(tag)
                     self._tasks[tag] = int(
                         self._held.mr_call_function(
-                            self._ctx, self._heap_call, self._argv, self._argv, tag
+                            self._ctx, self._recv, self._probe_text, self._argv, tag
                         )
                     )
 
@@ -411,11 +319,6 @@ class NativeIsolate:
                     if self._ctx:
                         self._held.mr_free_value(self._ctx, raw)
                     report = None
-                elif callback_id == _BELL_HEAP:
-                    self._heap_cap.install()  # sets or lowers V8's limit
-                    if self._ctx:
-                        self._held.mr_free_value(self._ctx, raw)
-                    complete, batch, defer, report = False, None, False, None
                 else:
                     complete, batch, defer = False, None, False
                     report = self._on_result(callback_id, raw)
@@ -518,7 +421,10 @@ class NativeIsolate:
         return bool(address) and ctypes.c_int32.from_address(address + _QUEUED_OFFSET).value != 0
 
     def _on_setup_result(self, tag: int, raw: Any) -> None:
-        """The result of a set-up evaluation, for the constructor that waits for it."""
+        """The result of a set-up evaluation (the prelude's), for the constructor that
+        waits for it. This runs on the isolate thread, with the isolate entered: V8's
+        heap limit is set here (see :mod:`._heap_cap`), at no round trip of its own."""
+        self._heap_cap.install()
         contents = raw.contents
         kind = int(contents.type)
         value: Any
@@ -536,6 +442,8 @@ class NativeIsolate:
     def _on_result(self, tag: int, raw: Any) -> tuple[int, str, str] | None:
         """The report of an evaluation that ended (called with the lock held), or
         ``None`` when it is not reported."""
+        if tag < FIRST_PROGRAM_TAG:
+            self._heap_cap.apply()  # the probe set_limits posted to lower V8's limit
         self._tasks.pop(tag, None)
         if self._closed and not self._tasks:
             self._idle.notify_all()
@@ -621,13 +529,3 @@ class NativeIsolate:
             finally:
                 if alone:
                     _dispose_lock.release()
-
-
-def live_isolate_count() -> int:
-    """How many mini-racer contexts (isolates) exist in this process (for tests).
-
-    Does not initialise V8: a test that counts isolates must not change which thread
-    initialises it (that thread's protection-key rights matter, see :mod:`._pkeys`)."""
-    with _dll_lock:
-        dll = _dll
-    return 0 if dll is None else int(dll.mr_context_count())

@@ -28,11 +28,13 @@ _PARTS = (
     "buffers.js",
     "allocations.js",
 )
-#: Compiled on first use (see ``js/buffers.js``). It travels in a comment, which V8
-#: skips at little cost, inside a function whose source text the runtime reads back.
-_LAZY = "buffers_impl.js"
-_LAZY_HEAD = "function rtBuffersImplSource() {/*"
-_LAZY_TAIL = "*/}"
+#: Compiled on first use (``rtCompileLazy`` in ``js/buffers.js``), by the name of the
+#: function that carries each: its source travels in a comment, which V8 skips at
+#: little cost, as the body of a function whose source text the runtime reads back.
+_LAZY = {
+    "buffers_impl.js": "rtBuffersImplSource",
+    "allocations_impl.js": "rtAllocationsImplSource",
+}
 
 
 def compact(name: str, text: str) -> str:
@@ -64,15 +66,14 @@ def prelude_source() -> str:
     ``recv`` (the runtime's entry point) and ``argv`` (an empty array to call it with):
     neither is reachable from any global, and reading one removes it from the buffer."""
     js = Path(__file__).parent / "js"
-    lazy = compact(_LAZY, (js / _LAZY).read_text(encoding="utf-8"))
-    if "*/" in lazy:
-        raise ValueError(f"{_LAZY} must not contain */")
+    lazy = []
+    for part, holder in _LAZY.items():
+        text = compact(part, (js / part).read_text(encoding="utf-8"))
+        if "*/" in text:
+            raise ValueError(f"{part} must not contain */")
+        lazy.append(f"function {holder}() {{/*\n{text}\n*/}}")
     body = "\n".join(
-        [
-            *(compact(part, (js / part).read_text(encoding="utf-8")) for part in _PARTS),
-            f"{_LAZY_HEAD}{lazy}{_LAZY_TAIL}",
-            f"const RT_LAZY_HEAD = {len(_LAZY_HEAD)}, RT_LAZY_TAIL = {len(_LAZY_TAIL)};",
-        ]
+        [*(compact(part, (js / part).read_text(encoding="utf-8")) for part in _PARTS), *lazy]
     )
     return (
         "(function () {\n"

@@ -31,7 +31,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
 
 from . import _confine
-from ._native import IsolateUnavailable, NativeIsolate, initialise_v8
+from ._native import IsolateUnavailable, NativeIsolate
+from ._native_library import initialise_v8
 from ._wire import FrameReader, batch_frame, frame, task_frame
 
 #: The ``python -c`` program that starts a worker. It registers bare ``code_mode`` and

@@ -19,10 +19,10 @@ from ..native_child import run_child
 
 CHILD = """
 import json, threading
-from code_mode._engine import _native
+from code_mode._engine import _native_library
 
-_native.V8_FLAGS = (
-    *_native.V8_FLAGS,
+_native_library.V8_FLAGS = (
+    *_native_library.V8_FLAGS,
     "--log-function-events",
     "--logfile=LOGFILE",
     "--no-logfile-per-isolate",

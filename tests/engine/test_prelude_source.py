@@ -46,7 +46,7 @@ def test_the_prelude_carries_the_runtime_compacted() -> None:
 def test_every_runtime_file_is_assembled_once() -> None:
     js = Path(_prelude.__file__).parent / "js"
     files = sorted(path.name for path in js.glob("*.js"))
-    assert sorted([*_prelude._PARTS, _prelude._LAZY]) == files
+    assert sorted([*_prelude._PARTS, *_prelude._LAZY]) == files
     assert _prelude._PARTS[0] == "builtins.js"
 
 

@@ -995,7 +995,7 @@ BRIDGE: Final = [
     _program(
         "bridge",
         "doorbells-are-hidden",
-        # V8's gc extension takes the place of `Atomics` (see V8_FLAGS in _native.py),
+        # V8's gc extension takes the place of `Atomics` (see V8_FLAGS in _native_library.py),
         # which the runtime takes and deletes: no global of the runtime is left.
         "text(Object.getOwnPropertyNames(globalThis).filter((n) => n.startsWith('__')).join());"
         " text(typeof __cm_bell_more + ' ' + typeof __cm_bell_end + ' ' + typeof Atomics);",

@@ -105,6 +105,13 @@ CASES = [
         "new Function('return ' + '1+'.repeat(2e7) + '1')",
     ),
     Case("eval-source", "text(eval('1+'.repeat(1e4) + '1'))", "eval('1+'.repeat(2e7) + '1')"),
+    # The original Function is AsyncFunction's [[Prototype]]: that way must be checked too.
+    Case(
+        "function-via-async-kind",
+        "const F = Object.getPrototypeOf((async () => {}).constructor);"
+        " text(F('return ' + '1+'.repeat(1e4) + '1')())",
+        "Object.getPrototypeOf((async () => {}).constructor)('return ' + '1+'.repeat(2e7) + '1')",
+    ),
     # The rest of the family.
     Case("to-sorted", "text(new Array(1e5).toSorted().length)", "new Array(2 ** 28).toSorted()"),
     Case(

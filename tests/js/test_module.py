@@ -226,6 +226,56 @@ async def test_full_icu(isolation: str) -> None:
     assert await run(isolation, source) == texts(expected, expected, "1.234.567,891")
 
 
+# The constructors the memory checks wrap (js/allocations.js), as the language defines
+# them (the same lines as without the checks): name, length, `prototype.constructor`,
+# [[Prototype]], with and without `new`, and as a base class. Each line: one
+# constructor's properties, or a way of using one.
+WRAPPED_CONSTRUCTORS = """
+const AsyncFunction = (async () => {}).constructor;
+const GeneratorFunction = function* () {}.constructor;
+const AsyncGeneratorFunction = async function* () {}.constructor;
+const all = { RegExp, Function, AsyncFunction, GeneratorFunction, AsyncGeneratorFunction,
+  Collator: Intl.Collator, Segmenter: Intl.Segmenter, Locale: Intl.Locale };
+for (const [key, C] of Object.entries(all)) {
+  const base = Object.getPrototypeOf(C) === (key.endsWith("Function") &&
+    key !== "Function" ? Function : Function.prototype);
+  text([key, C.name, C.length, C.prototype.constructor === C, base,
+    Object.getOwnPropertyNames(C).includes("prototype")].join(" "));
+}
+text([RegExp("a+", "g").flags, new RegExp(/b/i).source, /c/.constructor === RegExp,
+  new RegExp("d") instanceof RegExp, typeof RegExp.$1,
+  RegExp[Symbol.species] === RegExp].join(" "));
+class R extends RegExp { twice(s) { return this.exec(s + s); } }
+text([new R("x").twice("x")[0], new R("y") instanceof R, new R("y") instanceof RegExp].join(" "));
+text([Function("a", "b", "return a + b")(1, 2), new Function("return 3")(),
+  (function () {}).constructor === Function, new AsyncFunction("return 4") instanceof Function,
+  typeof new GeneratorFunction("yield 5")().next].join(" "));
+class C extends Intl.Collator {}
+text([new C("en").compare("a", "b"), Intl.Collator("en") instanceof Intl.Collator,
+  new Intl.Collator("en").constructor === Intl.Collator,
+  Intl.Collator.supportedLocalesOf(["en"]).join()].join(" "));
+"""
+
+
+async def test_the_checked_constructors_behave_as_the_language_defines_them(
+    isolation: str,
+) -> None:
+    assert await run(isolation, WRAPPED_CONSTRUCTORS) == texts(
+        "RegExp RegExp 2 true true true",
+        "Function Function 1 true true true",
+        "AsyncFunction AsyncFunction 1 true true true",
+        "GeneratorFunction GeneratorFunction 1 true true true",
+        "AsyncGeneratorFunction AsyncGeneratorFunction 1 true true true",
+        "Collator Collator 0 true true true",
+        "Segmenter Segmenter 0 true true true",
+        "Locale Locale 1 true true true",
+        "g b true true string true",
+        "x true true",
+        "3 3 true true function",
+        "-1 true true en",
+    )
+
+
 # ---------------------------------------------------------------------------------
 # Errors -> error_text
 

@@ -193,6 +193,7 @@ def test_a_worker_process_imports_only_the_native_half_of_the_engine() -> None:
         "code_mode._engine._confine",
         "code_mode._engine._heap_cap",
         "code_mode._engine._native",
+        "code_mode._engine._native_library",
         "code_mode._engine._pkeys",
         "code_mode._engine._prelude",
         "code_mode._engine._selftest",

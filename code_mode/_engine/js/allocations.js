@@ -9,9 +9,10 @@
 // parser's memory for `new Function`, the regexp compiler's, ICU objects behind `Intl`).
 // The census in tests/hostile/test_memory_census.py tries every such built-in.
 //
-// So the runtime wraps those built-ins (proxies of the originals, as buffers.js does:
-// same name, length and `toString`) and checks, from the arguments alone, what the call
-// would at least allocate, before calling the original:
+// So the runtime wraps those built-ins in proxies of the originals (same name, length,
+// `toString` and own properties: a proxy without a `get` trap passes every read on) and
+// checks, from the arguments alone, what the call would at least allocate, before
+// calling the original:
 // * elements: one call may make at most rtElementBudget() elements (2 ** 24, fewer
 //   under a small limit: 16 bytes each), since V8 cannot hold many more in a sparse
 //   array and aborts rather than throw;
@@ -26,6 +27,15 @@
 // the heap limit's: the host hears `{"t":"heap"}`, and the program gets a RangeError it
 // cannot recover from (every later effect of the cell is dropped).
 //
+// Every isolate evaluates this file before a cell takes it, so it holds only what each
+// call must run (a size compared with the budget) and the installation; what only a
+// huge string or array reaches (counting a regexp's matches, bounding a replacement) is
+// in allocations_impl.js, compiled the first time a call needs it. The installation
+// makes no closure per wrapper: a trap is called with its handler as `this`, and a
+// handler carries what its trap needs to know (the proxy, an Intl object's size).
+// (Closures that captured each wrapper's data made the first cell of every isolate
+// about 0.1 ms slower; see docs/performance.md, optimisation 57.)
+//
 // A global `eval` wrapped this way is an indirect eval: the code it runs sees the
 // global scope, never the calling function's variables.
 
@@ -33,16 +43,7 @@ const RT_HEAP_MESSAGE = '{"t":"heap"}';
 const RT_MAX_STRING = 536870888; // V8's largest string (2 ** 29 - 24 characters)
 const RT_PARSE_COST = 32; // bytes of parser memory a character of source, at least
 const RT_REGEXP_COST = 128; // bytes of regexp compiler memory a character of pattern
-const rtSymbolSplit = Symbol.split;
-const rtSymbolMatch = Symbol.match;
-const rtSymbolReplace = Symbol.replace;
-const rtSymbolIterator = Symbol.iterator;
-const rtStringIndexOf = String.prototype.indexOf;
-const rtRegExpFlags = rtGetter(RegExp.prototype, "flags");
-const rtEval = rtGlobal.eval;
-const rtRegExp = RegExp;
-const rtRegExpSource = rtGetter(RegExp.prototype, "source");
-const rtRegExpPrototype = RegExp.prototype;
+const RT_FEW_ELEMENTS = 65536; // an array method on fewer elements is not checked
 
 // Over the limit: as rtBufferBreach (buffers.js), with the heap limit's message.
 function rtHeapBreach() {
@@ -58,10 +59,10 @@ function rtHeapBreach() {
   throw new rtRangeError("Out of memory: the cell's memory limit");
 }
 
-const rtElementBudget = (function rtElementBudget() {
+function rtElementBudget() {
   const budget = rtMathFloor(rtBufferLimit / 16);
   return budget < 16777216 ? budget : 16777216;
-});
+}
 
 function rtLength(value) {
   const n = rtMathTrunc(+value);
@@ -85,10 +86,38 @@ function rtCheckChars(count, bytesPerChar) {
   if (count <= RT_MAX_STRING && count * bytesPerChar > rtBufferLimit) rtHeapBreach();
 }
 
+function rtCheckSource(length, cost) {
+  if (length * cost > rtBufferLimit) rtHeapBreach();
+}
+
 // The receiver of a String.prototype method as a string, without running program code
 // twice: only primitives are checked (an object's `toString` is the original's job).
 function rtThisLength(thisArg) {
   return typeof thisArg === "string" ? thisArg.length : -1;
+}
+
+// The slow paths (allocations_impl.js), compiled the first time one is needed.
+let rtAllocationsImpl = null;
+
+function rtAllocations() {
+  if (rtAllocationsImpl === null) {
+    rtAllocationsImpl = rtCompileLazy(rtAllocationsImplSource, {
+      __proto__: null,
+      reflectApply: rtReflectApply,
+      regExp: rtRegExp,
+      regExpPrototype: rtRegExpPrototype,
+      regExpExec: rtRegExpExec,
+      regExpFlags: rtRegExpFlags,
+      regExpSource: rtRegExpSource,
+      stringIndexOf: rtStringIndexOf,
+      stringCodePointAt: rtStringCodePointAt,
+      string: rtString,
+      length: rtLength,
+      heapBreach: rtHeapBreach,
+      checkChars: rtCheckChars,
+    });
+  }
+  return rtAllocationsImpl;
 }
 
 // ---------------------------------------------------------------------------
@@ -98,45 +127,43 @@ function rtArrayLength(thisArg) {
   return thisArg !== null && typeof thisArg === "object" ? rtLength(thisArg.length) : 0;
 }
 
-const RT_ARRAY_TRAPS = {
-  __proto__: null,
-  fill(target, thisArg, args) {
-    const length = rtArrayLength(thisArg);
-    if (length > 65536) {
-      const start = rtRelative(args[1], length, 0);
-      rtCheckElements(rtRelative(args[2], length, length) - start);
-    }
-    return rtReflectApply(target, thisArg, args);
-  },
-  // The result is allocated at once, in a space V8 lets a first object of any size
-  // into: a doubling `a = a.concat(a)` would outrun the heap limit.
-  concat(target, thisArg, args) {
-    let count = rtArrayLength(thisArg);
-    for (let i = 0; i < args.length; i++) {
-      if (rtArrayIsArray(args[i])) count += rtLength(args[i].length);
-    }
-    if (count > 65536) rtCheckElements(count);
-    return rtReflectApply(target, thisArg, args);
-  },
-  toSorted: rtWholeArrayTrap,
-  toReversed: rtWholeArrayTrap,
-  with: rtWholeArrayTrap,
-  toSpliced(target, thisArg, args) {
-    const length = rtArrayLength(thisArg);
-    if (length > 65536) rtCheckElements(length + (args.length > 2 ? args.length - 2 : 0));
-    return rtReflectApply(target, thisArg, args);
-  },
-};
+function rtFillTrap(target, thisArg, args) {
+  const length = rtArrayLength(thisArg);
+  if (length > RT_FEW_ELEMENTS) {
+    const start = rtRelative(args[1], length, 0);
+    rtCheckElements(rtRelative(args[2], length, length) - start);
+  }
+  return rtReflectApply(target, thisArg, args);
+}
 
+// The result is allocated at once, in a space V8 lets a first object of any size into:
+// a doubling `a = a.concat(a)` would outrun the heap limit.
+function rtConcatTrap(target, thisArg, args) {
+  let count = rtArrayLength(thisArg);
+  for (let i = 0; i < args.length; i++) {
+    if (rtArrayIsArray(args[i])) count += rtLength(args[i].length);
+  }
+  if (count > RT_FEW_ELEMENTS) rtCheckElements(count);
+  return rtReflectApply(target, thisArg, args);
+}
+
+// `toSorted`, `toReversed`, `with`: a copy of the whole array.
 function rtWholeArrayTrap(target, thisArg, args) {
-  if (rtArrayLength(thisArg) > 65536) rtCheckElements(rtArrayLength(thisArg));
+  const length = rtArrayLength(thisArg);
+  if (length > RT_FEW_ELEMENTS) rtCheckElements(length);
+  return rtReflectApply(target, thisArg, args);
+}
+
+function rtToSplicedTrap(target, thisArg, args) {
+  const length = rtArrayLength(thisArg);
+  if (length > RT_FEW_ELEMENTS) rtCheckElements(length + (args.length > 2 ? args.length - 2 : 0));
   return rtReflectApply(target, thisArg, args);
 }
 
 // `Array.from` of an array-like (no iterator): V8 defines every index in one call.
 function rtArrayFromTrap(target, thisArg, args) {
   const items = args[0];
-  if (items !== null && typeof items === "object" && items[rtSymbolIterator] == null) {
+  if (items !== null && typeof items === "object" && items[Symbol.iterator] == null) {
     rtCheckElements(rtLength(items.length));
   }
   return rtReflectApply(target, thisArg, args);
@@ -145,111 +172,37 @@ function rtArrayFromTrap(target, thisArg, args) {
 // ---------------------------------------------------------------------------
 // Strings.
 
-// `split`: V8 stops at `limit` pieces, so a huge string is split with a limit one past
-// the budget; reaching it means the whole split would go over.
+// `split` of a string of more pieces than the budget allows (each piece is a string of
+// its own too, hence half of it) is counted first (allocations_impl.js).
 function rtSplitTrap(target, thisArg, args) {
-  const length = rtThisLength(thisArg);
-  const budget = rtElementBudget() >> 1; // each piece is a string of its own too
-  if (length <= budget) return rtReflectApply(target, thisArg, args);
-  const separator = args[0];
-  if (typeof separator !== "string" && rtIsRegExp(separator)) {
-    // V8 finds every match of a regexp separator before it applies the limit: they
-    // are counted first, on a global copy of the separator.
-    const flags = rtReflectApply(rtRegExpFlags, separator, []);
-    const source = rtReflectApply(rtRegExpSource, separator, []);
-    const global = new rtRegExp(source, rtIsGlobalRegExp(separator) ? flags : flags + "g");
-    rtCountMatches(global, thisArg, budget);
-  }
-  const wanted = args.length > 1 && args[1] !== undefined ? args[1] >>> 0 : 4294967295;
-  const pieces = rtReflectApply(target, thisArg, [args[0], wanted > budget ? budget + 1 : wanted]);
-  if (pieces.length > budget) rtHeapBreach();
-  return pieces;
+  const budget = rtElementBudget() >> 1;
+  if (rtThisLength(thisArg) <= budget) return rtReflectApply(target, thisArg, args);
+  return rtAllocations().split(target, thisArg, args, budget);
 }
 
-// A global regexp's matches over a huge string, counted one `exec` at a time (each a
-// call of its own, which the heap limit can stop): at most `budget`, or the cell fails.
-function rtCountMatches(regexp, string, budget) {
-  const flags = rtReflectApply(rtRegExpFlags, regexp, []);
-  const unicode = rtReflectApply(rtStringIndexOf, flags, ["u"]) >= 0 ||
-    rtReflectApply(rtStringIndexOf, flags, ["v"]) >= 0;
-  regexp.lastIndex = 0;
-  let count = 0;
-  for (;;) {
-    const match = rtReflectApply(rtRegExpExec, regexp, [string]);
-    if (match === null) break;
-    if (++count > budget) rtHeapBreach();
-    if (rtString(match[0]) === "") {
-      const index = rtLength(regexp.lastIndex);
-      regexp.lastIndex = index + (unicode && rtReflectApply(rtStringCodePointAt, string, [index]) > 65535 ? 2 : 1);
-    }
-  }
-  regexp.lastIndex = 0;
-  return count;
-}
-const rtStringCodePointAt = String.prototype.codePointAt;
-
-// A real regexp (the `source` getter throws for anything else but the prototype).
-function rtIsRegExp(value) {
-  try {
-    return typeof rtReflectApply(rtRegExpSource, value, []) === "string" && value !== rtRegExpPrototype;
-  } catch {
-    return false;
-  }
-}
-
-function rtIsGlobalRegExp(value) {
-  try {
-    return rtReflectApply(rtStringIndexOf, rtReflectApply(rtRegExpFlags, value, []), ["g"]) >= 0;
-  } catch {
-    return false;
-  }
-}
-
-// `RegExp.prototype[Symbol.match]` with the global flag makes an array of every match.
+// `RegExp.prototype[Symbol.match]` and `[Symbol.replace]`: a global regexp over a huge
+// string makes an array of every match, or a string of every replacement.
 function rtMatchTrap(target, thisArg, args) {
   const string = args[0];
-  if (typeof string === "string" && string.length > rtElementBudget() && rtIsGlobalRegExp(thisArg)) {
-    rtCountMatches(thisArg, string, rtElementBudget());
+  if (typeof string === "string" && string.length > rtElementBudget()) {
+    rtAllocations().match(thisArg, string, rtElementBudget());
   }
   return rtReflectApply(target, thisArg, args);
 }
 
-// `replace` with the global flag (or `replaceAll`) over a huge string: the matches are
-// counted first, and the result's length bounded from the replacement's.
 function rtReplaceTrap(target, thisArg, args) {
   const string = args[0];
-  if (typeof string === "string" && string.length > rtElementBudget() && rtIsGlobalRegExp(thisArg)) {
-    rtCheckReplacement(string, rtCountMatches(thisArg, string, rtElementBudget()), 1, args[1]);
+  if (typeof string === "string" && string.length > rtElementBudget()) {
+    rtAllocations().replace(thisArg, string, rtElementBudget(), args[1]);
   }
   return rtReflectApply(target, thisArg, args);
 }
 
 function rtReplaceAllTrap(target, thisArg, args) {
-  const length = rtThisLength(thisArg);
-  const pattern = args[0];
-  if (length > rtElementBudget() && typeof pattern === "string") {
-    const budget = rtElementBudget();
-    const step = pattern.length > 0 ? pattern.length : 1;
-    let count = 0;
-    let at = rtReflectApply(rtStringIndexOf, thisArg, [pattern, 0]);
-    while (at >= 0) {
-      if (++count > budget) rtHeapBreach();
-      at = rtReflectApply(rtStringIndexOf, thisArg, [pattern, at + step]);
-    }
-    rtCheckReplacement(thisArg, count, pattern.length, args[1]);
+  if (rtThisLength(thisArg) > rtElementBudget() && typeof args[0] === "string") {
+    rtAllocations().replaceAll(thisArg, args[0], rtElementBudget(), args[1]);
   }
   return rtReflectApply(target, thisArg, args);
-}
-
-// `count` matches of `matchLength` characters replaced by `replacement` (a string with
-// `$` patterns, or a function, whose results are the heap limit's business).
-function rtCheckReplacement(string, count, matchLength, replacement) {
-  if (typeof replacement !== "string") return;
-  // "$" and a backquote, or "$'", insert up to the whole string; "$&" and groups, a match.
-  const whole = rtReflectApply(rtStringIndexOf, replacement, ["$\x60"]) >= 0 ||
-    rtReflectApply(rtStringIndexOf, replacement, ["$'"]) >= 0;
-  const each = replacement.length + (whole ? string.length : matchLength) * (replacement.length >> 1);
-  rtCheckChars(string.length + count * each, 1);
 }
 
 function rtPadTrap(target, thisArg, args) {
@@ -264,35 +217,60 @@ function rtRepeatTrap(target, thisArg, args) {
   return rtReflectApply(target, thisArg, args);
 }
 
-// Conversions whose result (and ICU's working copy) grows with the string.
-function rtPerCharTrap(bytesPerChar) {
-  return (target, thisArg, args) => {
-    const length = rtThisLength(thisArg);
-    if (length * bytesPerChar > rtBufferLimit) rtHeapBreach();
-    return rtReflectApply(target, thisArg, args);
-  };
+// Conversions whose result (and ICU's working copy) grows with the string: 4 bytes a
+// character for the case mappings, 12 for `normalize`.
+function rtCaseTrap(target, thisArg, args) {
+  if (rtThisLength(thisArg) * 4 > rtBufferLimit) rtHeapBreach();
+  return rtReflectApply(target, thisArg, args);
+}
+
+function rtNormalizeTrap(target, thisArg, args) {
+  if (rtThisLength(thisArg) * 12 > rtBufferLimit) rtHeapBreach();
+  return rtReflectApply(target, thisArg, args);
+}
+
+// The text is built in one call; an array's length bounds it from below (4 bytes an
+// element: a digit and a comma at least, "null," for a hole). Nested arrays are not
+// walked: the heap limit and V8's largest string bound them (see docs/security.md).
+function rtStringifyTrap(target, thisArg, args) {
+  if (rtArrayIsArray(args[0])) rtCheckSource(rtLength(args[0].length), 4);
+  return rtReflectApply(target, thisArg, args);
+}
+
+function rtParseTrap(target, thisArg, args) {
+  if (typeof args[0] === "string") rtCheckSource(args[0].length, 4);
+  return rtReflectApply(target, thisArg, args);
 }
 
 // ---------------------------------------------------------------------------
 // Source text: the parser and the regexp compiler.
 
-function rtCheckSource(length, cost) {
-  if (length * cost > rtBufferLimit) rtHeapBreach();
+// `Function` and kin (the handler's target): each argument is converted once, here, and
+// handed over as text. (`new.target` is the proxy for `new Function(...)` itself: the
+// original is then the new target, V8's fast path.)
+function rtSourceArguments(args) {
+  const texts = [];
+  let length = 0;
+  for (let i = 0; i < args.length; i++) {
+    texts[i] = rtString(args[i]);
+    length += texts[i].length;
+  }
+  rtCheckSource(length, RT_PARSE_COST);
+  return texts;
 }
 
-// `Function` and kin: each argument is converted once, here, and handed over as text.
-function rtFunctionConstructor(original) {
-  return function inner() {
-    const args = [];
-    let length = 0;
-    for (let i = 0; i < arguments.length; i++) {
-      args[i] = rtString(arguments[i]);
-      length += args[i].length;
-    }
-    rtCheckSource(length, RT_PARSE_COST);
-    if (new.target === undefined) return rtReflectApply(original, undefined, args);
-    return rtReflectConstruct(original, args, new.target === inner ? original : new.target);
-  };
+function rtFunctionApply(target, thisArg, args) {
+  return rtReflectApply(target, undefined, rtSourceArguments(args));
+}
+
+function rtFunctionConstruct(target, args, newTarget) {
+  const texts = rtSourceArguments(args);
+  return rtReflectConstruct(target, texts, newTarget === this.proxy ? target : newTarget);
+}
+
+// The [[Prototype]] of AsyncFunction and the generator kinds: Function's proxy.
+function rtFunctionKindPrototype() {
+  return this.parent;
 }
 
 function rtEvalTrap(target, thisArg, args) {
@@ -314,12 +292,14 @@ function rtPatternLength(pattern) {
   return 0;
 }
 
-function rtRegExpConstructor(original) {
-  return function inner(pattern, flags) {
-    rtCheckSource(rtPatternLength(pattern), RT_REGEXP_COST);
-    if (new.target === undefined) return rtReflectApply(original, undefined, arguments);
-    return rtReflectConstruct(original, arguments, new.target === inner ? original : new.target);
-  };
+function rtRegExpApply(target, thisArg, args) {
+  rtCheckSource(rtPatternLength(args[0]), RT_REGEXP_COST);
+  return rtReflectApply(target, undefined, args);
+}
+
+function rtRegExpConstruct(target, args, newTarget) {
+  rtCheckSource(rtPatternLength(args[0]), RT_REGEXP_COST);
+  return rtReflectConstruct(target, args, newTarget === this.proxy ? target : newTarget);
 }
 
 // `compile`, and the String methods that make a regexp of a string argument.
@@ -360,80 +340,14 @@ function rtCounted(object, bytes) {
   return object;
 }
 
-function rtIntlConstructor(original, bytes) {
-  return function inner() {
-    const made = new.target === undefined
-      ? rtReflectApply(original, this, arguments)
-      : rtReflectConstruct(original, arguments, new.target === inner ? original : new.target);
-    return rtCounted(made, bytes);
-  };
+function rtIntlApply(target, thisArg, args) {
+  return rtCounted(rtReflectApply(target, thisArg, args), this.bytes);
 }
 
-function rtCountingTrap(bytes) {
-  return (target, thisArg, args) => rtCounted(rtReflectApply(target, thisArg, args), bytes);
+function rtIntlConstruct(target, args, newTarget) {
+  const made = rtReflectConstruct(target, args, newTarget === this.proxy ? target : newTarget);
+  return rtCounted(made, this.bytes);
 }
-
-// ---------------------------------------------------------------------------
-// Installation (before any program runs).
-
-const rtInstallAllocationChecks = (function rtInstallAllocationChecks() {
-  const arrayPrototype = Array.prototype;
-  const keys = rtObjectKeys(RT_ARRAY_TRAPS);
-  for (let i = 0; i < keys.length; i++) {
-    rtWrapMethod(arrayPrototype, keys[i], RT_ARRAY_TRAPS[keys[i]]);
-  }
-  rtWrapMethod(Array, "from", rtArrayFromTrap);
-
-  const stringPrototype = String.prototype;
-  rtWrapMethod(stringPrototype, "split", rtSplitTrap);
-  rtWrapMethod(stringPrototype, "replaceAll", rtReplaceAllTrap);
-  rtWrapMethod(stringPrototype, "padStart", rtPadTrap);
-  rtWrapMethod(stringPrototype, "padEnd", rtPadTrap);
-  rtWrapMethod(stringPrototype, "repeat", rtRepeatTrap);
-  rtWrapMethod(stringPrototype, "normalize", rtPerCharTrap(12));
-  const cases = ["toUpperCase", "toLowerCase", "toLocaleUpperCase", "toLocaleLowerCase"];
-  for (let i = 0; i < cases.length; i++) rtWrapMethod(stringPrototype, cases[i], rtPerCharTrap(4));
-  const patterns = ["match", "matchAll", "search"];
-  for (let i = 0; i < patterns.length; i++) {
-    rtWrapMethod(stringPrototype, patterns[i], rtStringPatternTrap);
-  }
-  // The text is built in one call; an array's length bounds it from below (4 bytes an
-  // element: a digit and a comma at least, "null," for a hole). Nested arrays are not
-  // walked: the heap limit and V8's largest string bound them (see docs/security.md).
-  rtWrapMethod(JSON, "stringify", (target, thisArg, args) => {
-    if (rtArrayIsArray(args[0])) rtCheckSource(rtLength(args[0].length), 4);
-    return rtReflectApply(target, thisArg, args);
-  });
-  rtWrapMethod(JSON, "parse", (target, thisArg, args) => {
-    if (typeof args[0] === "string") rtCheckSource(args[0].length, 4);
-    return rtReflectApply(target, thisArg, args);
-  });
-
-  const regexpPrototype = RegExp.prototype;
-  rtWrapMethod(regexpPrototype, rtSymbolMatch, rtMatchTrap);
-  rtWrapMethod(regexpPrototype, rtSymbolReplace, rtReplaceTrap);
-  rtWrapMethod(regexpPrototype, "compile", rtPatternTrap);
-  rtWrapConstructor(RegExp, rtRegExpConstructor(RegExp));
-
-  rtWrapMethod(rtGlobal, "eval", rtEvalTrap);
-  rtWrapConstructor(rtFunction, rtFunctionConstructor(rtFunction));
-  const kinds = [rtAsyncFunction, function* () {}.constructor, async function* () {}.constructor];
-  for (let i = 0; i < kinds.length; i++) {
-    rtWrapConstructor(kinds[i], rtFunctionConstructor(kinds[i]), null);
-  }
-
-  const intl = rtGlobal.Intl;
-  if (typeof intl !== "object" || intl === null) return;
-  const names = rtObjectKeys(RT_INTL_BYTES);
-  for (let i = 0; i < names.length; i++) {
-    const original = intl[names[i]];
-    if (typeof original !== "function") continue;
-    rtWrapConstructor(original, rtIntlConstructor(original, RT_INTL_BYTES[names[i]]), intl);
-  }
-  if (typeof intl.Segmenter === "function") {
-    rtWrapMethod(intl.Segmenter.prototype, "segment", rtSegmentTrap);
-  }
-});
 
 // `segment` makes a Segments object (with a break iterator of its own), whose iterator
 // makes another. The Segments prototype is only reachable from one: it is wrapped at
@@ -443,10 +357,119 @@ function rtSegmentTrap(target, thisArg, args) {
   const segments = rtCounted(rtReflectApply(target, thisArg, args), RT_SEGMENTS_BYTES);
   if (!rtSegmentsWrapped) {
     rtSegmentsWrapped = true;
-    const prototype = rtObjectGetPrototypeOf(segments);
-    rtWrapMethod(prototype, rtSymbolIterator, rtCountingTrap(RT_SEGMENT_ITERATOR_BYTES));
+    rtWrapMethod(rtObjectGetPrototypeOf(segments), Symbol.iterator, rtSegmentIteratorTrap);
   }
   return segments;
 }
+
+function rtSegmentIteratorTrap(target, thisArg, args) {
+  return rtCounted(rtReflectApply(target, thisArg, args), RT_SEGMENT_ITERATOR_BYTES);
+}
+
+// ---------------------------------------------------------------------------
+// Installation (before any program runs): one pass over a table of methods and one over
+// a table of constructors, calling no helper of the runtime per wrapper. V8 compiles a
+// function that was called a few times with its baseline compiler (Sparkplug), in
+// batches: helpers called for every wrapper filled a batch that was then compiled on
+// the first cell's clock (see docs/performance.md, optimisation 57).
+const rtInstallAllocationChecks = (function rtInstallAllocationChecks() {
+  // Each method: its holder, its key, its trap.
+  const methods = [
+    Array.prototype, "fill", rtFillTrap,
+    Array.prototype, "concat", rtConcatTrap,
+    Array.prototype, "toSorted", rtWholeArrayTrap,
+    Array.prototype, "toReversed", rtWholeArrayTrap,
+    Array.prototype, "with", rtWholeArrayTrap,
+    Array.prototype, "toSpliced", rtToSplicedTrap,
+    Array, "from", rtArrayFromTrap,
+    String.prototype, "split", rtSplitTrap,
+    String.prototype, "replaceAll", rtReplaceAllTrap,
+    String.prototype, "padStart", rtPadTrap,
+    String.prototype, "padEnd", rtPadTrap,
+    String.prototype, "repeat", rtRepeatTrap,
+    String.prototype, "normalize", rtNormalizeTrap,
+    String.prototype, "toUpperCase", rtCaseTrap,
+    String.prototype, "toLowerCase", rtCaseTrap,
+    String.prototype, "toLocaleUpperCase", rtCaseTrap,
+    String.prototype, "toLocaleLowerCase", rtCaseTrap,
+    String.prototype, "match", rtStringPatternTrap,
+    String.prototype, "matchAll", rtStringPatternTrap,
+    String.prototype, "search", rtStringPatternTrap,
+    JSON, "stringify", rtStringifyTrap,
+    JSON, "parse", rtParseTrap,
+    rtRegExpPrototype, Symbol.match, rtMatchTrap,
+    rtRegExpPrototype, Symbol.replace, rtReplaceTrap,
+    rtRegExpPrototype, "compile", rtPatternTrap,
+    rtGlobal, "eval", rtEvalTrap,
+  ];
+  // Each constructor: the original, where its name is defined (`null`: only as its
+  // prototype's `constructor`), the traps of its handler, its size (Intl), and whether
+  // it inherits from `Function` (the other kinds of function: their [[Prototype]] is
+  // then Function's proxy, or `Object.getPrototypeOf(AsyncFunction)` would hand any
+  // program the original, unchecked `Function`). `Function` comes before its kinds.
+  const constructors = [
+    rtRegExp, rtGlobal, rtRegExpApply, rtRegExpConstruct, 0, false,
+    rtFunction, rtGlobal, rtFunctionApply, rtFunctionConstruct, 0, false,
+    rtAsyncFunction, null, rtFunctionApply, rtFunctionConstruct, 0, true,
+    function* () {}.constructor, null, rtFunctionApply, rtFunctionConstruct, 0, true,
+    async function* () {}.constructor, null, rtFunctionApply, rtFunctionConstruct, 0, true,
+  ];
+  const intl = rtGlobal.Intl;
+  if (typeof intl === "object" && intl !== null) {
+    const names = rtObjectKeys(RT_INTL_BYTES);
+    for (let i = 0; i < names.length; i++) {
+      const original = intl[names[i]];
+      if (typeof original !== "function") continue;
+      const entry = [original, intl, rtIntlApply, rtIntlConstruct, RT_INTL_BYTES[names[i]], false];
+      rtReflectApply(rtArrayPush, constructors, entry);
+    }
+    if (typeof intl.Segmenter === "function") {
+      rtReflectApply(rtArrayPush, methods, [intl.Segmenter.prototype, "segment", rtSegmentTrap]);
+    }
+  }
+
+  // As rtWrapMethod (buffers.js) does, written out: the proxy's handler has no
+  // prototype, so a program's `Object.prototype.get` is no trap.
+  for (let i = 0; i < methods.length; i += 3) {
+    const descriptor = rtObjectGetOwnPropertyDescriptor(methods[i], methods[i + 1]);
+    if (descriptor === undefined) continue; // not in this V8
+    const value = new rtProxy(descriptor.value, { __proto__: null, apply: methods[i + 2] });
+    rtObjectDefineProperty(methods[i], methods[i + 1], {
+      __proto__: null,
+      value,
+      writable: true,
+      enumerable: false,
+      configurable: true,
+    });
+  }
+  // Each is replaced by a proxy whose traps see it as `this.proxy`: on its holder under
+  // its name, and as its prototype's `constructor`.
+  let functionProxy = null;
+  for (let i = 0; i < constructors.length; i += 6) {
+    const original = constructors[i];
+    const holder = constructors[i + 1];
+    const handler = {
+      __proto__: null,
+      apply: constructors[i + 2],
+      construct: constructors[i + 3],
+      bytes: constructors[i + 4],
+      proxy: null,
+      parent: functionProxy,
+    };
+    if (constructors[i + 5]) handler.getPrototypeOf = rtFunctionKindPrototype;
+    const value = new rtProxy(original, handler);
+    handler.proxy = value;
+    if (original === rtFunction) functionProxy = value;
+    const descriptor = {
+      __proto__: null,
+      value,
+      writable: true,
+      enumerable: false,
+      configurable: true,
+    };
+    rtObjectDefineProperty(original.prototype, "constructor", descriptor);
+    if (holder !== null) rtObjectDefineProperty(holder, original.name, descriptor);
+  }
+});
 
 rtInstallAllocationChecks();

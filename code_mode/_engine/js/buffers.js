@@ -37,17 +37,17 @@
 // Credit: each counted buffer has a WeakRef, which V8 empties when a collection finds
 // the buffer dead. The runtime walks them now and then (as its list of records doubles)
 // and, before failing a check, forces a full collection (V8's gc extension under a
-// private name, see V8_FLAGS in _native.py) and walks them again. A WeakRef keeps its
-// target alive until the current job ends, so buffers dropped since the program last
-// waited for the host (a tool call, a timer) still count: churning more than the limit
-// without ever awaiting one fails the cell. (A FinalizationRegistry would not credit
-// sooner, its callbacks run as tasks between host commands too, and V8 reports them on
-// stderr when the end of a cell cuts them short.)
+// private name, see V8_FLAGS in _native_library.py) and walks them again. A WeakRef
+// keeps its target alive until the current job ends, so buffers dropped since the
+// program last waited for the host (a tool call, a timer) still count: churning more
+// than the limit without ever awaiting one fails the cell. (A FinalizationRegistry
+// would not credit sooner, its callbacks run as tasks between host commands too, and
+// V8 reports them on stderr when the end of a cell cuts them short.)
 //
 // This file installs the wrappers and settles the common cases that allocate nothing
 // to count (tiny typed arrays, views of a buffer). The rest, in buffers_impl.js, is
-// compiled on first use: _prelude.py places its source in a comment, in the body of
-// `rtBuffersImplSource`, after this file.
+// compiled on first use (rtCompileLazy): _prelude.py places its source in a comment, in
+// the body of `rtBuffersImplSource`, after the files of the prelude.
 
 const rtTypedArrayPrototype = rtObjectGetPrototypeOf(rtUint8Array.prototype);
 const rtBufferPrototype = rtArrayBuffer.prototype;
@@ -123,16 +123,25 @@ const RT_BUFFER_DEPS = {
   limit: Infinity, // set from rtBufferLimit on first use (after the start command)
 };
 
-// The accounting proper (buffers_impl.js), compiled the first time it is needed. Only
-// a complete compilation is kept: one cut short (out of stack) is tried again.
+// A file compiled on first use (buffers_impl.js, allocations_impl.js): _prelude.py puts
+// its source in a comment that is the whole body of `holder` (`function rtXSource() {/*`,
+// the file's lines, `*/}`), which V8's parser skips; here it becomes the body of
+// `function (rt)`, called with `deps`. The caller keeps only a complete compilation:
+// one cut short (out of stack) throws, and is tried again at the next use.
+function rtCompileLazy(holder, deps) {
+  const text = rtReflectApply(rtFunctionToString, holder, []);
+  const start = rtReflectApply(rtStringIndexOf, text, ["/*"]) + 2;
+  const source = rtReflectApply(rtStringSlice, text, [start, text.length - 3]);
+  return rtReflectApply(new rtFunction("rt", source), undefined, [deps]);
+}
+
+// The accounting proper (buffers_impl.js), compiled the first time it is needed.
 let rtBuffersImpl = null;
 
 function rtBuffers() {
   if (rtBuffersImpl !== null) return rtBuffersImpl;
   RT_BUFFER_DEPS.limit = rtBufferLimit;
-  const text = rtReflectApply(rtFunctionToString, rtBuffersImplSource, []);
-  const source = rtReflectApply(rtStringSlice, text, [RT_LAZY_HEAD, text.length - RT_LAZY_TAIL]);
-  rtBuffersImpl = rtReflectApply(new rtFunction("rt", source), undefined, [RT_BUFFER_DEPS]);
+  rtBuffersImpl = rtCompileLazy(rtBuffersImplSource, RT_BUFFER_DEPS);
   return rtBuffersImpl;
 }
 
@@ -157,10 +166,9 @@ const rtWrapMethod = (function rtWrapMethod(object, key, apply) {
 });
 
 // Replaces the global constructor `original` with `wrapper`, a bound function of
-// `inner` (which then sees `new.target` as the program's subclass, or as `inner`): on
-// `holder` (the global object by default, `null` for none), and as its prototype's
-// `constructor`. (No program code has run yet: the descriptors read here are plain.)
-const rtWrapConstructor = (function rtWrapConstructor(original, inner, holder) {
+// `inner` (which then sees `new.target` as the program's subclass, or as `inner`).
+// (No program code has run yet: the descriptors read here are plain.)
+const rtWrapConstructor = (function rtWrapConstructor(original, inner) {
   const prototype = original.prototype;
   inner.prototype = prototype; // `instanceof` of a bound function asks its target
   rtObjectSetPrototypeOf(inner, rtObjectGetPrototypeOf(original)); // the bound one's, too
@@ -175,7 +183,7 @@ const rtWrapConstructor = (function rtWrapConstructor(original, inner, holder) {
     }
   }
   rtDefine(prototype, "constructor", wrapper, true);
-  if (holder !== null) rtDefine(holder === undefined ? rtGlobal : holder, original.name, wrapper, true);
+  rtDefine(rtGlobal, original.name, wrapper, true);
 });
 
 // `new.target` is `inner` for `new Uint8Array(...)` itself: the original is then the

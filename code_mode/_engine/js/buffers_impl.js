@@ -3,7 +3,7 @@
 // This is the body of `function (rt)`, compiled with the `Function` constructor the
 // first time a program allocates something other than a tiny typed array: a cell that
 // never does pays nothing for it (V8 compiles the prelude eagerly, see V8_FLAGS in
-// _native.py). The program may have replaced any global by then, so this code names
+// _native_library.py). The program may have replaced any global by then, so this code names
 // none: everything comes in `rt`, captured by buffers.js before the program ran.
 // (`undefined` and `Infinity` cannot be replaced; literals and syntax use the
 // intrinsics whatever the globals are.)

@@ -16,6 +16,7 @@
 //   install.js      what the prelude does once all that is defined
 //   buffers.js      ArrayBuffer accounting (its bulk, buffers_impl.js, compiled on use)
 //   allocations.js  size checks before built-ins that allocate in one call, Intl counting
+//                   (what only huge strings reach, allocations_impl.js, compiled on use)
 // A file uses only what the files before it define, or defines itself above the use;
 // a function may name a later file's function if it is only called once the prelude
 // has run (from the host's calls).
@@ -83,11 +84,19 @@ const rtSyntaxError = SyntaxError;
 const rtString = String;
 const rtStringFromCharCode = String.fromCharCode;
 const rtStringCharCodeAt = String.prototype.charCodeAt;
+const rtStringCodePointAt = String.prototype.codePointAt;
+const rtStringIndexOf = String.prototype.indexOf;
 const rtStringSlice = String.prototype.slice;
 const rtStringStartsWith = String.prototype.startsWith;
 const rtStringToWellFormed = String.prototype.toWellFormed;
 const rtStringTrim = String.prototype.trim;
+
+// The originals: allocations.js replaces the RegExp global with a checking proxy.
+const rtRegExp = RegExp;
+const rtRegExpPrototype = RegExp.prototype;
 const rtRegExpExec = RegExp.prototype.exec;
+const rtRegExpFlags = rtObjectGetOwnPropertyDescriptor(rtRegExpPrototype, "flags").get;
+const rtRegExpSource = rtObjectGetOwnPropertyDescriptor(rtRegExpPrototype, "source").get;
 
 const rtNumber = Number;
 const rtNumberIsFinite = Number.isFinite;

@@ -64,7 +64,7 @@ def test_adopting_v8_rights_gives_a_thread_those_of_v8s_initialising_thread() ->
     """A thread started before V8 existed gets V8's key rights once it adopts them."""
     script = """
 import threading
-from code_mode._engine import _native, _pkeys
+from code_mode._engine import _native_library, _pkeys
 
 ready, go, seen = threading.Event(), threading.Event(), {}
 
@@ -78,7 +78,7 @@ def early_thread():
 thread = threading.Thread(target=early_thread)
 thread.start()
 ready.wait()
-worker = threading.Thread(target=_native.initialise_v8)  # V8 starts on another thread
+worker = threading.Thread(target=_native_library.initialise_v8)  # V8 starts on another thread
 worker.start()
 worker.join()
 go.set()
@@ -101,9 +101,9 @@ def test_counting_isolates_does_not_initialise_v8() -> None:
     """The tests' leak check must not decide which thread initialises V8 (an early
     initialisation on the main thread hid the crashes above from the suite)."""
     result = run_child(
-        "from code_mode._engine import _native\n"
+        "from code_mode._engine import _native, _native_library\n"
         "assert _native.live_isolate_count() == 0\n"
-        "assert _native._dll is None\n"
+        "assert _native_library._dll is None\n"
         "print('untouched')\n",
         None,
     )
