@@ -241,7 +241,7 @@ class CellEnding:
     async def _teardown(self) -> None:
         """Runs shielded, whatever ended the task (including a session cancelled by
         an exception): nothing of the cell survives it (its close path follows)."""
-        if self._state.phase in (Phase.RUNNING, Phase.ENDING, Phase.TERMINATING):
+        if self._state.program_ending or self._state.terminating:
             if self._isolate is not None:
                 await self._isolate.terminate()
             await self._callbacks.cancel(notifications=True)
