@@ -4,10 +4,7 @@ still running at its deadline with a result saying why."""
 
 from __future__ import annotations
 
-import functools
-import os
 import signal
-import subprocess
 
 import trio
 
@@ -16,7 +13,17 @@ from code_mode._types import CellId
 from code_mode.mcp_server import CodeModeMcpServer, ServerLimits
 
 from ..mcp_support import BLOCKED, SAFETY, block, serve_command
-from .http_support import GATES, exec_code, gate, get, http_client, http_server, refused, texts
+from .http_support import (
+    GATES,
+    exec_code,
+    gate,
+    get,
+    http_client,
+    http_server,
+    refused,
+    start_cli_server,
+    texts,
+)
 
 SHUTTING_DOWN = "this server is shutting down"
 
@@ -162,36 +169,19 @@ async def test_sigterm_drains_then_exits_0() -> None:
     args = ["-m", "code_mode", *args[2:]]  # `python -m code_mode`: the command itself
     with trio.fail_after(SAFETY):
         async with trio.open_nursery() as nursery:
-            process = await nursery.start(
-                functools.partial(
-                    trio.run_process,
-                    [command, *args],
-                    env={**os.environ, **env},
-                    stderr=subprocess.PIPE,
-                    check=False,
-                )
-            )
-            received = b""
-            while b"/mcp\n" not in received:
-                chunk = await process.stderr.receive_some()
-                assert chunk, f"the server ended: {received!r}"
-                received += chunk
-            url = received.decode().split(" at ")[-1].strip()
+            server = await start_cli_server(nursery, command, args, env)
+            url = server.url
             async with http_client(url) as session:
                 code = '// @exec: {"yield_time_ms": 0}\n'
                 code += "await new Promise(r => setTimeout(r, 500));\n"
                 code += "text(await tools.add({a: 2, b: 3}))"
                 started = await exec_code(session, code)
                 assert texts(started)[0].startswith("Script running with cell ID 1")
-                process.send_signal(signal.SIGTERM)
-                while b"draining (SIGTERM)" not in received:
-                    chunk = await process.stderr.receive_some()
-                    assert chunk, f"the server ended: {received!r}"
-                    received += chunk
+                server.process.send_signal(signal.SIGTERM)
+                await server.read_until(b"draining (SIGTERM)")
                 assert (await get(url, "/readyz"))[0] == 503
                 finished = await session.call_tool("wait", {"cell_id": "1", "yield_time_ms": 20000})
                 assert texts(finished)[1:] == ["5"]
-            while chunk := await process.stderr.receive_some():
-                received += chunk
-        assert process.returncode == 0, received.decode(errors="replace")[-3000:]
-        assert b"drained; stopping" in received
+            await server.read_to_end()
+        assert server.process.returncode == 0, server.received.decode(errors="replace")[-3000:]
+        assert b"drained; stopping" in server.received
