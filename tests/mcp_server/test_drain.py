@@ -40,14 +40,21 @@ async def completed(server: CodeModeMcpServer, cell_id: str) -> None:
     await cell.wait_for_phase(Phase.COMPLETED)
 
 
-async def test_drain_waits_for_every_result_and_refuses_new_work() -> None:
-    GATES["drain"] = trio.Event()
-    server = CodeModeMcpServer([gate])
+def start_drain(nursery: trio.Nursery, server: CodeModeMcpServer) -> trio.Event:
+    """Drain ``server`` in ``nursery``; the event is set once the drain returns."""
     drained = trio.Event()
 
     async def drain() -> None:
         await server.drain()
         drained.set()
+
+    nursery.start_soon(drain)
+    return drained
+
+
+async def test_drain_waits_for_every_result_and_refuses_new_work() -> None:
+    GATES["drain"] = trio.Event()
+    server = CodeModeMcpServer([gate])
 
     with trio.fail_after(SAFETY):
         async with (
@@ -61,7 +68,7 @@ async def test_drain_waits_for_every_result_and_refuses_new_work() -> None:
             started = await exec_code(busy, code)
             assert texts(started)[0].startswith("Script running with cell ID 1")
 
-            nursery.start_soon(drain)
+            drained = start_drain(nursery, server)
             await trio.testing.wait_all_tasks_blocked()
             assert server.draining
             status, body = await get(url, "/readyz")
@@ -95,11 +102,6 @@ async def test_drain_waits_for_a_pushed_result_to_be_collected() -> None:
     the session's pushed results: the drain waits until the client has read it."""
     GATES["pushed"] = trio.Event()
     server = CodeModeMcpServer([gate], push=True)
-    drained = trio.Event()
-
-    async def drain() -> None:
-        await server.drain()
-        drained.set()
 
     with trio.fail_after(SAFETY):
         async with (
@@ -109,7 +111,7 @@ async def test_drain_waits_for_a_pushed_result_to_be_collected() -> None:
         ):
             code = '// @exec: {"yield_time_ms": 0}\ntext(await tools.gate({name: "pushed"}))'
             assert texts(await exec_code(session, code))[0].startswith("Script running")
-            nursery.start_soon(drain)
+            drained = start_drain(nursery, server)
             await trio.testing.wait_all_tasks_blocked()
             GATES["pushed"].set()
             pool = server._pool

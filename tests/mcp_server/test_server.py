@@ -27,7 +27,7 @@ from ..mcp_support import (
     node_command,
     serve_command,
 )
-from .http_support import exec_code, http_client, http_server, start_cli_server, texts
+from .http_support import INITIALIZE, exec_code, http_client, http_server, start_cli_server, texts
 
 
 async def test_stdio_lists_exec_and_wait_and_serves_them() -> None:
@@ -84,16 +84,7 @@ async def test_stdio_server_ends_its_cells_when_the_client_goes() -> None:
     """Closing stdin ends the server process by itself, with a cell still running."""
     command, args, env = serve_command()
     messages = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "test", "version": "1"},
-            },
-        },
+        INITIALIZE,
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {
             "jsonrpc": "2.0",
