@@ -211,7 +211,7 @@ class Engine:
                     wait_timeout=self._config.worker_wait_timeout,
                     warm_isolates=self._config.warm_isolates,
                     warm_memory_limit_bytes=_DEFAULTS.memory_limit_bytes,
-                    warm_max_message_chars=_DEFAULTS.max_message_bytes,
+                    warm_max_message_chars=_DEFAULTS.max_message_chars,
                     isolates_per_worker=self._config.isolates_per_worker,
                     recycle_after=math.inf if recycle is None else recycle,
                     memory_limit=self._config.worker_memory_limit_bytes,
@@ -239,7 +239,7 @@ class Engine:
                     # What a default RuntimeConfig asks for: warm isolates are set up
                     # with it and adjusted when a session's limits differ.
                     memory_limit_bytes=_DEFAULTS.memory_limit_bytes,
-                    max_message_chars=_DEFAULTS.max_message_bytes,
+                    max_message_chars=_DEFAULTS.max_message_chars,
                 )
                 self._warm.refill()
                 backend = self._warm

@@ -63,7 +63,7 @@ def _start_settings(config: RuntimeConfig) -> str:
     settings = {
         "allow_remote_images": config.allow_remote_image_urls,
         "max_stored_entries": config.max_stored_entries,
-        "max_stored_bytes": config.max_stored_bytes,
+        "max_stored_bytes": config.max_stored_chars,
         "max_json_depth": config.max_json_depth,
         "memory_limit_bytes": config.memory_limit_bytes,
     }
@@ -129,7 +129,7 @@ class Isolate:
         self._native = await self._backend.create_isolate(
             self,
             memory_limit_bytes=self._config.memory_limit_bytes,
-            max_message_chars=self._config.max_message_bytes,
+            max_message_chars=self._config.max_message_chars,
         )
 
     def take_ready(self) -> bool:
@@ -138,7 +138,7 @@ class Isolate:
         self._native = self._backend.take_ready_isolate(
             self,
             memory_limit_bytes=self._config.memory_limit_bytes,
-            max_message_chars=self._config.max_message_bytes,
+            max_message_chars=self._config.max_message_chars,
         )
         return self._native is not None
 
@@ -341,7 +341,7 @@ class Isolate:
         if text is None:
             self._fail(
                 "exec cell sent a message larger than the limit of "
-                f"{self._config.max_message_bytes} characters (RuntimeConfig.max_message_bytes)"
+                f"{self._config.max_message_chars} characters (RuntimeConfig.max_message_chars)"
             )
             return
         violation: ProtocolViolation | None = None

@@ -27,11 +27,12 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
+from .._tool_names import normalize_identifier
 from .._types import ToolDefinition
 from . import guide_texts
 from .mcp_results import MCP_TYPES_PREAMBLE, is_mcp_call_tool_result
 from .pragma import DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_YIELD_TIME_MS
-from .typescript import normalize_identifier, tool_declaration
+from .typescript import tool_declaration
 
 __all__ = [
     "NamespaceDescription",
