@@ -45,6 +45,7 @@ from ._types import (
     Yielded,
 )
 from .integrations.python_tools import PythonTool, tool
+from .model_tools.tool_search import ToolSearch
 
 __version__ = "0.1.0"
 """This release (``pyproject.toml`` reads it from here)."""
@@ -88,6 +89,7 @@ __all__ = [
     "ToolDefinition",
     "ToolKind",
     "ToolName",
+    "ToolSearch",
     "YieldAfter",
     "Yielded",
     "is_error_result",
