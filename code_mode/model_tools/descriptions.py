@@ -5,8 +5,8 @@ which globals it has, and one TypeScript declaration per nested tool. It is gene
 from the enabled tools so it can never disagree with what a program actually sees, and
 composed as the reference composes it (openai/codex
 ``codex-rs/code-mode-protocol/src/description.rs``, ``build_exec_tool_description``,
-commits 4f39251a010a and ca44e7e9ac60), from the texts of :mod:`.guide_texts`. Its parts, joined by a
-blank line:
+commits 4f39251a010a and ca44e7e9ac60), from the texts of :mod:`.guide_texts`. Its
+parts, joined by a blank line:
 
 1. the guide: the reference's template (how a program runs, the pragma, every helper),
    then this package's extra helpers;
@@ -251,7 +251,11 @@ def _guide(
             line = guide_texts.input_line(code_argument)
         elif line == guide_texts.TOOLS_LINE:
             line = guide_texts.tools_line(
-                [(normalize_identifier(tool.name), tool.name) for tool in tools]
+                [
+                    (normalize_identifier(tool.name), tool.name)
+                    for tool in tools
+                    if not _is_tool_search(tool)
+                ]
             )
         elif line == guide_texts.INPUT_KIND_LINE:
             kinds = {tool.kind for tool in tools}

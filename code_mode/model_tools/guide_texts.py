@@ -23,14 +23,14 @@ from typing import Final
 
 __all__ = [
     "DEFERRED_GUIDANCE",
-    "IMAGE_HELPER_DETAIL",
-    "IMAGE_HELPER_PLAIN",
-    "TOOL_SEARCH_GUIDANCE",
     "EXEC_PUSH",
     "EXTRA_HELPERS",
     "HELPERS",
     "IDLE_FLOOR",
+    "IMAGE_HELPER_DETAIL",
+    "IMAGE_HELPER_PLAIN",
     "INTRO",
+    "TOOL_SEARCH_GUIDANCE",
     "WAIT",
     "WAIT_PUSH",
     "YIELD_AGAIN",
@@ -196,6 +196,7 @@ def input_kind_line(has_function: bool, has_freeform: bool) -> str:
     if has_freeform:
         return "- Nested tool methods take a string as their input argument."
     return "- Nested tool methods take an object as their input argument."
+
 
 WAIT: Final = (
     "- Use `wait` only after `exec` returns `Script running with cell ID ...`.",

@@ -179,7 +179,9 @@ class ToolSearch:
         arguments = input if isinstance(input, dict) else {}
         query = arguments.get("query")
         if not isinstance(query, str):
-            raise ValueError("query must not be empty" if query is None else "query must be a string")
+            raise ValueError(
+                "query must not be empty" if query is None else "query must be a string"
+            )
         limit = arguments.get("limit", DEFAULT_TOOL_SEARCH_LIMIT)
         if limit is None:
             limit = DEFAULT_TOOL_SEARCH_LIMIT

@@ -23,7 +23,7 @@ async def _output(isolation: str, source: str) -> JSON:
     event = await run(isolation, source)
     assert event.error_text is None, event.error_text
     [item] = event.content_items
-    parsed: JSON = json.loads(getattr(item, "text"))
+    parsed: JSON = json.loads(item.text)
     return parsed
 
 
@@ -213,7 +213,7 @@ for await (const r of as_settled([1, slow])) { text(r.index); break; }
 text((await slow).n);
 """
     event = await run(isolation, source, [function_tool("echo")])
-    assert [getattr(item, "text") for item in event.content_items] == ["0", "2"]
+    assert [item.text for item in event.content_items] == ["0", "2"]
 
 
 async def test_inputs_are_observed_once_and_tampering_breaks_only_the_program(
