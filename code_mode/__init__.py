@@ -49,6 +49,7 @@ from ._types import (
 from .integrations.python_tools import PythonTool, tool
 from .integrations.routing import NestedTool
 from .model_tools.formatting import is_error_result
+from .model_tools.tool_search import ToolSearch
 
 __version__ = "0.1.0"
 """This release (``pyproject.toml`` reads it from here)."""
@@ -92,6 +93,7 @@ __all__ = [
     "ToolDefinition",
     "ToolKind",
     "ToolName",
+    "ToolSearch",
     "Toolset",
     "YieldAfter",
     "Yielded",

@@ -25,6 +25,7 @@ _PARTS = (
     "start.js",
     "commands.js",
     "install.js",
+    "settled.js",
     "buffers.js",
     "allocations.js",
 )

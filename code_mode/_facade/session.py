@@ -227,6 +227,13 @@ class CodeModeSession:
     brings the model something, and a model that polls with short waits costs a turn
     per floor rather than per ``yield_time_ms``.
 
+    ``tool_search`` (off by default): programs get ``tools.tool_search({query, limit})``,
+    BM25-ranked discovery of the other tools (:class:`~code_mode.ToolSearch`), and the
+    ``exec`` description the reference's guidance for it. ``show_cell_overhead`` (off by
+    default): result headers read ``Wall time 1.250 seconds (code-mode 0.750 seconds;
+    overhead 0.500 seconds)``, code-mode being the time the runtime spent on the call
+    and overhead the rest (parsing, formatting, the host's own work).
+
     Leaving the ``async with`` block terminates every running program.
     """
 
@@ -242,6 +249,8 @@ class CodeModeSession:
         engine: Engine | None = None,
         on_finished: FinishedCallback | None = None,
         wait_idle_floor_ms: int | None = None,
+        tool_search: bool = False,
+        show_cell_overhead: bool = False,
     ) -> None:
         if wait_idle_floor_ms is not None and not (
             isinstance(wait_idle_floor_ms, int) and wait_idle_floor_ms >= 0
@@ -253,11 +262,17 @@ class CodeModeSession:
                     "namespace_descriptions and deferred are the Toolset's: "
                     "give them to Toolset.build"
                 )
+            if tool_search:
+                raise ValueError("tool_search is the Toolset's: give it to Toolset.build")
             self._toolset = tools
         else:
             self._toolset = Toolset.build(
-                tools, namespace_descriptions=namespace_descriptions, deferred=deferred
+                tools,
+                namespace_descriptions=namespace_descriptions,
+                deferred=deferred,
+                tool_search=tool_search,
             )
+        self._show_overhead = show_cell_overhead
         self._max_yield_time_ms = max_yield_time_ms
         self._on_finished = on_finished
         self._push = on_finished is not None
@@ -369,6 +384,7 @@ class CodeModeSession:
         request = ExecuteRequest(
             tool_call_id=call_id, enabled_tools=self._toolset.enabled, source=parsed.source
         )
+        runtime_at = trio.current_time()
         try:
             started = await self._runtime.execute(request, mode)
         except CodeModeError as error:
@@ -378,7 +394,7 @@ class CodeModeSession:
             self._handed_back[started.cell_id] = _HandedBack(call_id, max_tokens, started_at)
         event = await started.initial_event()
         self._note_result(started.cell_id, event)
-        return self._format(event, started_at, started.cell_id, max_tokens)
+        return self._format(event, started_at, started.cell_id, max_tokens, runtime_at)
 
     async def wait(
         self,
@@ -396,6 +412,7 @@ class CodeModeSession:
         self._check_entered()
         started_at = trio.current_time()
         cell = CellId(cell_id)
+        runtime_at = trio.current_time()
         try:
             if terminate:
                 event = await self._runtime.terminate(cell)
@@ -409,7 +426,7 @@ class CodeModeSession:
             # for the push, which removes it.)
             return self._format(str(error), started_at, cell_id, max_tokens)
         self._note_result(cell, event)
-        return self._format(event, started_at, cell_id, max_tokens)
+        return self._format(event, started_at, cell_id, max_tokens, runtime_at)
 
     async def preempt(self, cell_id: str) -> bool:
         """Make the ``exec`` or ``wait`` that is observing ``cell_id`` return now, with
@@ -457,14 +474,27 @@ class CodeModeSession:
         await self._runtime.shutdown()
 
     def _format(
-        self, result: CellEvent | str, started_at: float, cell_id: str, max_tokens: int
+        self,
+        result: CellEvent | str,
+        started_at: float,
+        cell_id: str,
+        max_tokens: int,
+        runtime_at: float | None = None,
     ) -> list[OutputItem]:
+        """``runtime_at``: when the call handed over to the runtime, for the timing of
+        ``show_cell_overhead`` (the runtime's time is from then to now)."""
+        now = trio.current_time()
         return format_result(
             result,
-            wall_time=max(0.0, trio.current_time() - started_at),
+            wall_time=max(0.0, now - started_at),
             cell_id=cell_id,
             max_output_tokens=max_tokens,
             push=self._push,
+            code_mode_time=(
+                max(0.0, now - runtime_at)
+                if self._show_overhead and runtime_at is not None
+                else None
+            ),
         )
 
     # -- push ----------------------------------------------------------------------

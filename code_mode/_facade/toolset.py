@@ -42,6 +42,7 @@ from ..model_tools.descriptions import (
     exec_description,
     wait_description,
 )
+from ..model_tools.tool_search import TOOL_SEARCH_NAME, ToolSearch
 
 __all__ = ["Toolset"]
 
@@ -133,11 +134,13 @@ class Toolset:
         *,
         namespace_descriptions: Mapping[str, NamespaceDescription | str] | None = None,
         deferred: bool = False,
+        tool_search: bool = False,
     ) -> Toolset:
         """Check ``tools`` (``@tool`` functions, plain type-hinted functions, wrapped
         with :func:`~code_mode.tool`, or any :class:`~code_mode.NestedTool`) and order
         them. ``namespace_descriptions``: a heading for each tool namespace (a string
-        is used as the description, the namespace as the heading)."""
+        is used as the description, the namespace as the heading). ``tool_search``:
+        add ``tools.tool_search`` (BM25 over the other tools), last."""
         namespaces = {
             key: value
             if isinstance(value, NamespaceDescription)
@@ -145,7 +148,13 @@ class Toolset:
             for key, value in (namespace_descriptions or {}).items()
         }
         kept = _kept(_as_nested_tool(candidate) for candidate in tools)
-        return cls(_grouped(kept), namespaces, deferred)
+        nested = _grouped(kept)
+        if tool_search:
+            if any(normalize_identifier(t.definition.name) == TOOL_SEARCH_NAME for t in kept):
+                raise ValueError(f"a nested tool cannot be named `{TOOL_SEARCH_NAME}`")
+            search = ToolSearch([entry.definition for entry in nested], namespaces)
+            nested = (*nested, search)
+        return cls(nested, namespaces, deferred)
 
     @property
     def definitions(self) -> list[ToolDefinition]:

@@ -14,6 +14,7 @@
 //   start.js        the start command: compiling and running the program
 //   commands.js     the host's commands, and rtRecv, their entry point
 //   install.js      what the prelude does once all that is defined
+//   settled.js      the `as_settled` and `stream_settled` globals
 //   buffers.js      ArrayBuffer accounting (its bulk, buffers_impl.js, compiled on use)
 //   allocations.js  size checks before built-ins that allocate in one call, Intl counting
 //                   (what only huge strings reach, allocations_impl.js, compiled on use)
