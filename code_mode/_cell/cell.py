@@ -98,6 +98,7 @@ class Cell:
             config=host.config,
             listener=self,
             on_started=self._on_started,
+            nursery=host.nursery,
         )
 
         self._buffer: list[OutputItem] = []
