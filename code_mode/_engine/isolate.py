@@ -37,18 +37,18 @@ from ._bridge import (
     ProtocolViolation,
     dumps,
 )
-from .journal import Journal
 from ._module_source import module_source
 from ._native import (
     FIRST_PROGRAM_TAG,
-    IsolateUnavailable,
     QUEUED,
     TASK_ERROR,
     TASK_OK,
     TASK_OOM,
     TASK_TERMINATED,
+    IsolateUnavailable,
 )
 from ._syntax_error import syntax_error_text
+from .journal import Journal
 
 #: Requests (a command batch and its probe) the isolate may have queued at once. Two,
 #: so that a tool result goes out while the probe of the batch that led to the call is
