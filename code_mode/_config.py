@@ -118,3 +118,12 @@ class RuntimeConfig:
     spin forever. A breach ends the cell with ``exec cell exceeded its running-time
     limit of <N> seconds (RuntimeConfig.max_cell_seconds)``; output produced until then
     is kept, stored writes are dropped."""
+
+    max_journal_chars: int = attrs.field(default=64 * MiB, validator=non_negative)
+    """Most characters a cell's journal may hold (default 64 Mi): every batch of
+    commands posted to its isolate (its source, stored values, each tool result), its
+    clock readings (24 each) and its events (8 each). With it, a cell whose worker
+    process dies while it waits is replayed on another worker instead of failing (see
+    ``docs/runtime.md``, "Cells that survive their worker"). A cell whose journal
+    passes the limit stops recording and is not replayed; ``0`` turns replay off.
+    Process isolation only: in thread isolation a fatal V8 failure ends the host."""

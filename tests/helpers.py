@@ -103,6 +103,11 @@ def engine(isolation: str, **settings: object) -> Engine:
     return Engine(EngineConfig(isolation=isolation, **settings))  # type: ignore[arg-type]
 
 
+#: Replay off: for tests of what a worker's death does to the cells it ends (which
+#: cells, what they are told), not of the replay that otherwise saves them.
+NO_REPLAY = RuntimeConfig(max_journal_chars=0)
+
+
 def config(isolation: str, **limits: object) -> RuntimeConfig:
     """A ``RuntimeConfig`` for ``isolation`` mode with some limits overridden."""
     return RuntimeConfig(isolation=isolation, **limits)  # type: ignore[arg-type]

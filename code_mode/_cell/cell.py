@@ -83,6 +83,7 @@ class Cell(CellEnding):
             config=host.config,
             listener=self,
             on_started=self._on_started,
+            nursery=host.nursery,
         )
         self._output = OutputBuffer(host.config)
         self._observer: Observer | None = None
