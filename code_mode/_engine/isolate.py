@@ -429,7 +429,7 @@ class Isolate:
                 native = await create(
                     self,
                     memory_limit_bytes=self._config.memory_limit_bytes,
-                    max_message_chars=self._config.max_message_bytes,
+                    max_message_chars=self._config.max_message_chars,
                 )
             except IsolateUnavailable as error:
                 self._recovery = None
