@@ -425,16 +425,23 @@ class Isolate:
             create = self._backend.create_isolate
             if self._alone:
                 create = getattr(self._backend, "create_isolate_alone", create)
-            try:
-                native = await create(
-                    self,
-                    memory_limit_bytes=self._config.memory_limit_bytes,
-                    max_message_chars=self._config.max_message_chars,
-                )
-            except IsolateUnavailable as error:
-                self._recovery = None
-                self._fail(f"{message}; it could not be resumed on another worker: {error}")
-                return
+            # A worker may die while the new isolate is being made on it (another
+            # kill, the same cause): try again, a few times.
+            for attempt in range(MAX_REPLAYS):
+                try:
+                    native = await create(
+                        self,
+                        memory_limit_bytes=self._config.memory_limit_bytes,
+                        max_message_chars=self._config.max_message_chars,
+                    )
+                    break
+                except IsolateUnavailable as error:
+                    if attempt + 1 < MAX_REPLAYS:
+                        continue
+                    if self._recovery is scope:
+                        self._recovery = None
+                        self._fail(f"{message}; it could not be resumed on another worker: {error}")
+                    return
         if native is None or scope.cancelled_caught or self._recovery is not scope:
             if native is not None:
                 await native.close()
