@@ -25,17 +25,20 @@ from typing import Any, Protocol
 import trio
 
 from .._config import RuntimeConfig
-from ._backend import IsolateHandle, IsolateSource
-from ._bridge import EngineEvent, Finished, MessageValidator, Output, ProtocolViolation, dumps
-from ._module_source import module_source
-from ._native import (
+from .._v8 import (
+    DRAIN,
     FIRST_PROGRAM_TAG,
     QUEUED,
     TASK_ERROR,
     TASK_OK,
     TASK_OOM,
     TASK_TERMINATED,
+    IsolateLimits,
+    Outcome,
 )
+from ._backend import IsolateHandle, IsolateSource
+from ._bridge import EngineEvent, Finished, MessageValidator, Output, ProtocolViolation, dumps
+from ._module_source import module_source
 from ._syntax_error import syntax_error_text
 
 #: Requests (a command batch and its probe) the isolate may have queued at once. Two,
@@ -46,13 +49,19 @@ from ._syntax_error import syntax_error_text
 #: a burst of results (``Promise.all``) into more, smaller batches.
 MAX_POSTS_IN_FLIGHT = 2
 
-#: The last call on an interrupted isolate: flush only the output it had queued.
-DRAIN = '[{"t":"drain"}]'
-
 #: How long a terminating isolate gets to hand over output it had queued but not yet
 #: sent, after its JavaScript was interrupted. A program spinning in its microtask
 #: queue never answers; it is then torn down without that last output.
 DRAIN_TIMEOUT = 0.05
+
+
+def isolate_limits(config: RuntimeConfig) -> IsolateLimits:
+    """What an isolate of a session with ``config`` may use (the one place the
+    session's settings become the worker half's limits)."""
+    return IsolateLimits(
+        memory_limit_bytes=config.memory_limit_bytes,
+        max_message_chars=config.max_message_bytes,
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -103,6 +112,7 @@ class Isolate:
     def __init__(self, backend: IsolateSource, config: RuntimeConfig) -> None:
         self._backend = backend
         self._config = config
+        self._limits = isolate_limits(config)
         self._native: IsolateHandle | None = None
         self._next_tag = FIRST_PROGRAM_TAG
         self._listener: EngineListener | None = None
@@ -126,20 +136,12 @@ class Isolate:
 
     async def create(self) -> None:
         """Create the isolate and install the prelude (raises ``IsolateUnavailable``)."""
-        self._native = await self._backend.create_isolate(
-            self,
-            memory_limit_bytes=self._config.memory_limit_bytes,
-            max_message_chars=self._config.max_message_bytes,
-        )
+        self._native = await self._backend.create_isolate(self, self._limits)
 
     def take_ready(self) -> bool:
         """Take a warm isolate if one is ready now, without waiting (then no
         :meth:`create`); False when there is none."""
-        self._native = self._backend.take_ready_isolate(
-            self,
-            memory_limit_bytes=self._config.memory_limit_bytes,
-            max_message_chars=self._config.max_message_bytes,
-        )
+        self._native = self._backend.take_ready_isolate(self, self._limits)
         return self._native is not None
 
     def _post(self, code: str) -> int:
@@ -317,7 +319,7 @@ class Isolate:
     def on_batch(self, text: str | None) -> None:
         self._on_batch(text)
 
-    def on_task(self, tag: int, outcome: str, detail: str) -> None:
+    def on_task(self, tag: int, outcome: Outcome, detail: str) -> None:
         self._on_task(tag, outcome, detail)
 
     def evaluating(self) -> bool:
@@ -363,7 +365,7 @@ class Isolate:
         if violation is not None and not self._closed:
             self._fail(f"exec runtime sent an invalid message: {violation}")
 
-    def _on_task(self, tag: int, outcome: str, detail: str) -> None:
+    def _on_task(self, tag: int, outcome: Outcome, detail: str) -> None:
         self._in_flight.discard(tag)
         self._quiet_in_flight.discard(tag)
         if outcome == TASK_OK:

@@ -1,4 +1,4 @@
-"""Tests of the in-isolate output helpers (``code_mode/_engine/js/output.js``).
+"""Tests of the in-isolate output helpers (``code_mode/_v8/js/output.js``).
 
 The fragment is loaded into a bare ``MiniRacer`` context after ``builtins.js`` (the
 built-ins it calls, captured), wrapped the way the prelude wraps them (inside one

@@ -158,7 +158,7 @@ def test_the_checker_resolves_relative_lazy_and_submodule_imports() -> None:
     found = imports_in("code_mode._engine.engine", source, is_package=False)
     assert found == [
         ("code_mode._facade", False),
-        ("code_mode._engine._native", False),
+        ("code_mode._v8._native", False),
         ("code_mode.mcp_server", True),
     ]
     assert layer_of("code_mode._facade") not in LAYERS["engine"]
@@ -168,11 +168,11 @@ def test_the_checker_resolves_relative_lazy_and_submodule_imports() -> None:
 def test_a_worker_process_imports_only_the_native_half_of_the_engine() -> None:
     """The worker's bootstrap registers bare packages, so neither ``code_mode`` nor
     ``code_mode._engine`` runs its ``__init__`` (trio, attrs, the session runtime)."""
-    from code_mode._engine._worker_process_main import BOOTSTRAP
+    from code_mode._v8._worker_process_main import BOOTSTRAP
 
     probe = BOOTSTRAP.replace(
-        "from code_mode._engine._worker_process_main import main",
-        "import code_mode._engine._worker_process_main\n"
+        "from code_mode._v8._worker_process_main import main",
+        "import code_mode._v8._worker_process_main\n"
         "names = sorted(n for n in sys.modules if n.startswith('code_mode') or n in "
         "('trio', 'attrs', 'outcome'))\n"
         "print(' '.join(names)); raise SystemExit(0)",
@@ -190,13 +190,13 @@ def test_a_worker_process_imports_only_the_native_half_of_the_engine() -> None:
     assert loaded <= {
         "code_mode",
         "code_mode._engine",
-        "code_mode._engine._confine",
-        "code_mode._engine._heap_cap",
-        "code_mode._engine._native",
-        "code_mode._engine._native_library",
-        "code_mode._engine._pkeys",
-        "code_mode._engine._prelude",
-        "code_mode._engine._selftest",
-        "code_mode._engine._wire",
-        "code_mode._engine._worker_process_main",
+        "code_mode._v8._confine",
+        "code_mode._v8._heap_cap",
+        "code_mode._v8._native",
+        "code_mode._v8._native_library",
+        "code_mode._v8._pkeys",
+        "code_mode._v8._prelude",
+        "code_mode._v8._selftest",
+        "code_mode._v8._wire",
+        "code_mode._v8._worker_process_main",
     }, loaded

@@ -60,7 +60,7 @@ function rtHeapBreach() {
 }
 
 function rtElementBudget() {
-  const budget = rtMathFloor(rtBufferLimit / 16);
+  const budget = rtMathFloor(rtMemoryLimitBytes / 16);
   return budget < 16777216 ? budget : 16777216;
 }
 
@@ -83,11 +83,11 @@ function rtCheckElements(count) {
 }
 
 function rtCheckChars(count, bytesPerChar) {
-  if (count <= RT_MAX_STRING && count * bytesPerChar > rtBufferLimit) rtHeapBreach();
+  if (count <= RT_MAX_STRING && count * bytesPerChar > rtMemoryLimitBytes) rtHeapBreach();
 }
 
 function rtCheckSource(length, cost) {
-  if (length * cost > rtBufferLimit) rtHeapBreach();
+  if (length * cost > rtMemoryLimitBytes) rtHeapBreach();
 }
 
 // The receiver of a String.prototype method as a string, without running program code
@@ -220,12 +220,12 @@ function rtRepeatTrap(target, thisArg, args) {
 // Conversions whose result (and ICU's working copy) grows with the string: 4 bytes a
 // character for the case mappings, 12 for `normalize`.
 function rtCaseTrap(target, thisArg, args) {
-  if (rtThisLength(thisArg) * 4 > rtBufferLimit) rtHeapBreach();
+  if (rtThisLength(thisArg) * 4 > rtMemoryLimitBytes) rtHeapBreach();
   return rtReflectApply(target, thisArg, args);
 }
 
 function rtNormalizeTrap(target, thisArg, args) {
-  if (rtThisLength(thisArg) * 12 > rtBufferLimit) rtHeapBreach();
+  if (rtThisLength(thisArg) * 12 > rtMemoryLimitBytes) rtHeapBreach();
   return rtReflectApply(target, thisArg, args);
 }
 
