@@ -1,7 +1,7 @@
 // Size checks before V8 allocates: `memory_limit_bytes` for what one built-in call does.
 //
 // The heap limit stops a program at the next point where V8 checks for termination, and
-// V8 also caps the heap itself near the limit (_engine/_heap_cap.py). Neither reaches
+// V8 also caps the heap itself near the limit (_v8/_heap_cap.py). Neither reaches
 // inside one built-in call: a call that allocates in proportion to an argument, a length
 // or a pattern runs to its end whatever the limit says, and some abort the whole process
 // on the way (`'ab'.repeat(2 ** 27).split('')`: "invalid size error"; `fill` of a sparse
