@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from py_mini_racer import MiniRacer
 
-JS = Path(__file__).resolve().parents[2] / "code_mode" / "_engine" / "js"
+JS = Path(__file__).resolve().parents[2] / "code_mode" / "_v8" / "js"
 #: output.js and what it needs before it, in the prelude's order.
 SOURCES = ("builtins.js", "output.js")
 
