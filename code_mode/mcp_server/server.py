@@ -36,7 +36,6 @@ result with ``resources/read`` or a ``wait`` (see :mod:`.pushed_results`).
 from __future__ import annotations
 
 import importlib.metadata
-import itertools
 import logging
 import math
 from collections import OrderedDict
@@ -60,8 +59,15 @@ from .._facade import CellFinished, CodeModeSession, NestedTool, Notification, i
 from .._types import Text
 from ..model_tools.adapters import EXEC_TOOL_NAME, WAIT_TOOL_NAME, mcp_call_tool_result
 from ..model_tools.descriptions import NamespaceDescription
+from .client_timeouts import (
+    DEFAULT_MCP_MAX_YIELD_TIME_MS,
+    AbandonedExecs,
+    exec_key,
+    with_progress,
+)
 from .http_front import SESSION_HEADER, HttpFront
 from .limits import ServerLimits
+from .protocol_versions import advertise_served_versions
 from .pushed_results import PushedResults
 from .refusals import (
     DRAINED,
@@ -107,15 +113,16 @@ class _Listener:
 class _Entry:
     """One MCP session's code mode session, owned by a task of the pool."""
 
-    def __init__(self, key: str) -> None:
+    def __init__(self, key: str, exec_retry_window: float) -> None:
         self.key = key
         self.session: CodeModeSession | None = None
+        self.calls: trio.Nursery | None = None  # where its exec calls run
+        self.execs = AbandonedExecs(exec_retry_window)
         self.busy = 0
         self.quiet = trio.Event()  # set while no exec/wait of the session is in flight
         self.quiet.set()
         self.closed_reason: str | None = None  # why the server closed it, if it did
         self.idle_scope = trio.CancelScope()
-        self.call_ids = itertools.count(1)
         self.by_call: dict[str, _Listener] = {}
         self.by_cell: dict[str, _Listener] = {}
         self.standalone: ServerSession | None = None
@@ -151,6 +158,7 @@ class _SessionPool:
         self._nursery = nursery
         self._open_session = open_session
         self._idle_timeout = limits.session_idle_timeout
+        self._exec_retry_window = limits.exec_retry_window
         self._max_sessions = limits.max_sessions
         self._entries: dict[str, _Entry] = {}
         self._closed: OrderedDict[str, str] = OrderedDict()
@@ -184,7 +192,7 @@ class _SessionPool:
                     raise _Refused(DRAINING)
                 if len(self._entries) >= self._max_sessions:
                     raise _Refused(full_text(self._max_sessions))
-                entry = _Entry(key)
+                entry = _Entry(key, self._exec_retry_window)
                 await self._nursery.start(self._run, entry)
                 self._entries[key] = entry
             entry.busy += 1
@@ -252,7 +260,10 @@ class _SessionPool:
     async def _run(self, entry: _Entry, *, task_status: trio.TaskStatus[None]) -> None:
         session = self._open_session(entry)
         try:
-            async with session:
+            # The calls' nursery outlives the session: closing the session ends the
+            # programs, which lets the exec calls in it return.
+            async with trio.open_nursery() as calls, session:
+                entry.calls = calls
                 entry.session = session
                 task_status.started()
                 with entry.idle_scope:
@@ -284,8 +295,11 @@ class CodeModeMcpServer:
     :class:`~code_mode.CodeModeSession` (``@tool`` functions, the
     :class:`~code_mode.integrations.mcp.McpTool`\\ s of connected servers...); they are
     shared by every session, so they must be safe to call concurrently. ``config``,
-    ``namespace_descriptions``, ``deferred`` and ``max_yield_time_ms`` configure each
-    session. ``limits`` (:class:`~code_mode.mcp_server.ServerLimits`) bound what the
+    ``namespace_descriptions``, ``deferred``, ``max_yield_time_ms`` and
+    ``wait_idle_floor_ms`` configure each session (see
+    :class:`~code_mode.CodeModeSession`); ``max_yield_time_ms`` is 4000 by default
+    (``None``: no cap), so that no call outlasts the common clients' timeouts
+    (:mod:`.client_timeouts`). ``limits`` (:class:`~code_mode.mcp_server.ServerLimits`) bound what the
     server takes on at once (sessions, their idle lifetime, request bodies) and how
     long it drains; see the module documentation. ``push``: results of programs that
     finish after ``Script running`` are kept as resources the client is notified of
@@ -302,7 +316,8 @@ class CodeModeMcpServer:
         config: RuntimeConfig | None = None,
         namespace_descriptions: Mapping[str, NamespaceDescription | str] | None = None,
         deferred: bool = False,
-        max_yield_time_ms: int | None = None,
+        max_yield_time_ms: int | None = DEFAULT_MCP_MAX_YIELD_TIME_MS,
+        wait_idle_floor_ms: int | None = None,
         push: bool = False,
         limits: ServerLimits | None = None,
     ) -> None:
@@ -312,6 +327,7 @@ class CodeModeMcpServer:
             "namespace_descriptions": namespace_descriptions,
             "deferred": deferred,
             "max_yield_time_ms": max_yield_time_ms,
+            "wait_idle_floor_ms": wait_idle_floor_ms,
         }
         self._push = push
         # Never entered: it checks the tools now and describes them for tools/list.
@@ -338,6 +354,7 @@ class CodeModeMcpServer:
         )
         """The SDK's low-level server, for transports of your own: ``await
         server.server.run(read, write, server.server.create_initialization_options())``."""
+        advertise_served_versions(self.server)
 
     @property
     def session_count(self) -> int:
@@ -526,9 +543,8 @@ async def _serve_call(
     entry: _Entry, ctx: ServerRequestContext[_SessionPool], name: str, arguments: dict[str, Any]
 ) -> list[Any]:
     """Run one exec/wait on ``entry``'s session with its notifications routed to this
-    request."""
-    session = entry.session
-    assert session is not None
+    request, reporting progress meanwhile if the client asked for it
+    (:mod:`.client_timeouts`)."""
     meta = ctx.meta or {}
     listener = _Listener(
         ctx.session,
@@ -536,13 +552,36 @@ async def _serve_call(
         wants_progress="progress_token" in meta or "progressToken" in meta,
     )
     entry.standalone = ctx.session
+    if not listener.wants_progress:
+        return await _serve_routed(entry, listener, name, arguments)
+
+    async def beat() -> None:
+        listener.sent += 1
+        await listener.session.report_progress(listener.sent)
+
+    return await with_progress(beat, lambda: _serve_routed(entry, listener, name, arguments))
+
+
+async def _serve_routed(
+    entry: _Entry, listener: _Listener, name: str, arguments: dict[str, Any]
+) -> list[Any]:
+    session = entry.session
+    assert session is not None and entry.calls is not None
     if name == EXEC_TOOL_NAME:
-        call_id = f"mcp-exec-{next(entry.call_ids)}"
-        entry.by_call[call_id] = listener
-        try:
+
+        def route(call_id: str) -> Callable[[], None]:
+            entry.by_call[call_id] = listener
+
+            def unroute() -> None:
+                if entry.by_call.get(call_id) is listener:
+                    del entry.by_call[call_id]
+
+            return unroute
+
+        async def call(call_id: str) -> list[Any]:
             return await session.handle_call(name, arguments, call_id=call_id)
-        finally:
-            del entry.by_call[call_id]
+
+        return await entry.execs.serve(entry.calls, exec_key(arguments), route, call)
     cell = arguments.get("cell_id")
     cell_key = str(cell) if isinstance(cell, str | int) else None
     pushed = entry.results.take(cell_key) if entry.results and cell_key is not None else None
