@@ -8,8 +8,12 @@ handles the server mints, which code mode does not mint yet). Every ``exec`` of 
 a client was refused. So the server answers ``server/discover`` with the revisions
 of the ``initialize`` handshake alone: a client then settles on the stateful
 revision, as the MCP SDKs do for a server that advertises no modern version (the Go
-SDK's stateful server answers the same way). Serving the stateless revision itself is
-later work; until then, advertising it would be a promise the server breaks.
+SDK's stateful server answers the same way). Serving the stateless revision over HTTP
+is later work; until then, advertising it there would be a promise the server breaks.
+
+Over stdio the SDK's answer stands: the connection is the session (one client at the
+other end of the pipe), so the stateless revision keeps its cells there, and a
+connection that answered ``server/discover`` takes no ``initialize`` afterwards.
 """
 
 from __future__ import annotations
@@ -18,24 +22,28 @@ from typing import Any
 
 import mcp.types as types
 from mcp.server import Server, ServerRequestContext
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-__all__ = ["SERVED_PROTOCOL_VERSIONS", "advertise_served_versions"]
+__all__ = ["HTTP_PROTOCOL_VERSIONS", "advertise_served_versions"]
 
-SERVED_PROTOCOL_VERSIONS: tuple[str, ...] = HANDSHAKE_PROTOCOL_VERSIONS
-"""The revisions a code mode server serves: those of the ``initialize`` handshake."""
+HTTP_PROTOCOL_VERSIONS: tuple[str, ...] = HANDSHAKE_PROTOCOL_VERSIONS
+"""The revisions a code mode server serves over HTTP: those of the ``initialize``
+handshake."""
 
 
 def advertise_served_versions(server: Server[Any]) -> None:
-    """Make ``server`` answer ``server/discover`` with :data:`SERVED_PROTOCOL_VERSIONS`
-    (its capabilities and instructions unchanged)."""
+    """Make ``server`` answer ``server/discover`` over HTTP with
+    :data:`HTTP_PROTOCOL_VERSIONS`, over stdio as the SDK does (its capabilities and
+    instructions unchanged)."""
 
     async def discover(
         ctx: ServerRequestContext[Any], params: types.RequestParams | None
     ) -> types.DiscoverResult:
+        over_stdio = ctx.request is None  # no HTTP request: the stdio connection
+        versions = MODERN_PROTOCOL_VERSIONS if over_stdio else HTTP_PROTOCOL_VERSIONS
         return types.DiscoverResult(
-            supported_versions=list(SERVED_PROTOCOL_VERSIONS),
-            capabilities=server.get_capabilities(),
+            supported_versions=list(versions),
+            capabilities=server.get_capabilities(protocol_version=ctx.protocol_version),
             instructions=server.instructions,
         )
 

@@ -299,8 +299,8 @@ class CodeModeMcpServer:
     ``wait_idle_floor_ms`` configure each session (see
     :class:`~code_mode.CodeModeSession`); ``max_yield_time_ms`` is 4000 by default
     (``None``: no cap), so that no call outlasts the common clients' timeouts
-    (:mod:`.client_timeouts`). ``limits`` (:class:`~code_mode.mcp_server.ServerLimits`) bound what the
-    server takes on at once (sessions, their idle lifetime, request bodies) and how
+    (:mod:`.client_timeouts`). ``limits`` (:class:`~code_mode.mcp_server.ServerLimits`)
+    bound what the server takes on at once (sessions, their idle lifetime, request bodies) and how
     long it drains; see the module documentation. ``push``: results of programs that
     finish after ``Script running`` are kept as resources the client is notified of
     (and the tool descriptions tell the model it will be given them); for clients that
