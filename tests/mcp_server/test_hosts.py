@@ -275,8 +275,10 @@ async def test_mcp_inspector_cli_over_http() -> None:
     with trio.fail_after(SAFETY * 2):
         async with served_over_http() as url:
             called = await trio.run_process(
-                [inspector, "--cli", url, "--transport", "http", "--method", "tools/call"]
-                + ["--tool-name", "exec", "--tool-arg", f"code={CALLS_A_TOOL}"],
+                [
+                    *(inspector, "--cli", url, "--transport", "http", "--method", "tools/call"),
+                    *("--tool-name", "exec", "--tool-arg", f"code={CALLS_A_TOOL}"),
+                ],
                 capture_stdout=True,
                 capture_stderr=True,
                 check=False,
