@@ -72,6 +72,7 @@ from .refusals import (
     idle_text,
     terminated_text,
 )
+from .store import Store
 
 __all__ = ["MCP_HTTP_PATH", "CodeModeMcpServer"]
 
@@ -290,7 +291,8 @@ class CodeModeMcpServer:
     long it drains; see the module documentation. ``push``: results of programs that
     finish after ``Script running`` are kept as resources the client is notified of
     (and the tool descriptions tell the model it will be given them); for clients that
-    subscribe, see :mod:`.pushed_results`.
+    subscribe, see :mod:`.pushed_results`. ``store``: where state outside the server
+    will live (:mod:`.store`, ``--store``); kept, not used yet.
     """
 
     def __init__(
@@ -305,8 +307,12 @@ class CodeModeMcpServer:
         max_yield_time_ms: int | None = None,
         push: bool = False,
         limits: ServerLimits | None = None,
+        store: Store | None = None,
     ) -> None:
         self._tools = list(tools)
+        # Kept for the stateless serving of issue 29 (not used yet): where sessions,
+        # the cell registry, journals and events live (None: in this process).
+        self._store = store
         self._session_options: dict[str, Any] = {
             "config": config,
             "namespace_descriptions": namespace_descriptions,
@@ -338,6 +344,12 @@ class CodeModeMcpServer:
         )
         """The SDK's low-level server, for transports of your own: ``await
         server.server.run(read, write, server.server.create_initialization_options())``."""
+
+    @property
+    def store(self) -> Store | None:
+        """The store given as ``store=`` (:mod:`.store`); not used yet: sessions and
+        cells still live in this process."""
+        return self._store
 
     @property
     def session_count(self) -> int:
