@@ -105,20 +105,20 @@ class RedisStore:
     async def new_session(self) -> str:
         handle = new_handle()
         with self._guard():
-            await self._client.set(_session_key(handle), "1", px=self._ttl_ms or None)
+            await self._client.set(_key("s", handle), "1", px=self._ttl_ms or None)
         return handle
 
     async def touch_session(self, session: str) -> bool:
         if not is_handle(session):
             return False
-        keys = [_session_key(session), _values_key(session)]
+        keys = [_key("s", session), _key("v", session)]
         return bool(await self._script("touch", keys, [self._ttl_ms]))
 
     async def load_values(self, session: str) -> dict[str, str] | None:
         if not await self.touch_session(session):
             return None
         with self._guard():
-            return dict(await self._client.hgetall(_values_key(session)))
+            return dict(await self._client.hgetall(_key("v", session)))
 
     async def save_values(self, session: str, changes: dict[str, str | None]) -> bool:
         if not is_handle(session):
@@ -126,29 +126,29 @@ class RedisStore:
         args: list[Any] = [self._ttl_ms]
         for key, value in changes.items():
             args += [key, "0" if value is None else "1", value or ""]
-        keys = [_session_key(session), _values_key(session)]
+        keys = [_key("s", session), _key("v", session)]
         return bool(await self._script("save", keys, args))
 
     async def drop_session(self, session: str) -> None:
         if is_handle(session):
             with self._guard():
-                await self._client.delete([_session_key(session), _values_key(session)])
+                await self._client.delete([_key("s", session), _key("v", session)])
 
     # --- the cell registry
     async def heartbeat(self, server: str) -> None:
         with self._guard():
             async with self._client.pipeline(transaction=True) as pipe:
-                pipe.set(_server_key(server), "1", px=self._heartbeat_ms)
+                pipe.set(_key("srv", server), "1", px=self._heartbeat_ms)
                 pipe.sadd(_SERVERS, [server])
 
     async def register_cell(self, session: str, server: str) -> str:
         handle = new_handle()
         with self._guard():
             async with self._client.pipeline(transaction=True) as pipe:
-                pipe.hset(_cell_key(handle), {"session": session, "server": server})
+                pipe.hset(_key("c", handle), {"session": session, "server": server})
                 if self._ttl_ms:
-                    pipe.pexpire(_cell_key(handle), self._ttl_ms)
-                pipe.sadd(_server_cells_key(server), [handle])
+                    pipe.pexpire(_key("c", handle), self._ttl_ms)
+                pipe.sadd(_key("sc", server), [handle])
                 pipe.sadd(_SERVERS, [server])
         return handle
 
@@ -156,21 +156,21 @@ class RedisStore:
         if not is_handle(cell):
             return None
         with self._guard():
-            fields = await self._client.hgetall(_cell_key(cell))
+            fields = await self._client.hgetall(_key("c", cell))
         if "session" not in fields:
             return None
         return CellRecord(cell, fields["session"], fields.get("server") or None)
 
     async def finish_cell(self, cell: str) -> None:
         if is_handle(cell):
-            await self._script("finish", [_cell_key(cell)], [_PREFIX, cell])
+            await self._script("finish", [_key("c", cell)], [_PREFIX, cell])
 
     async def drop_cell(self, cell: str) -> None:
         if not is_handle(cell):
             return
         await self.finish_cell(cell)
         with self._guard():
-            keys = [_cell_key(cell), _journal_key(cell), _events_key(cell)]
+            keys = [_key("c", cell), _key("j", cell), _key("e", cell)]
             await self._client.delete(keys)
 
     async def dead_servers(self) -> list[str]:
@@ -186,7 +186,7 @@ class RedisStore:
     async def append_journal(self, cell: str, entry: JournalEntry) -> int | None:
         if not is_handle(cell):
             return None
-        keys = [_cell_key(cell), _journal_key(cell)]
+        keys = [_key("c", cell), _key("j", cell)]
         index = await self._script("journal", keys, [self._ttl_ms, f"{entry.kind}:{entry.data}"])
         return int(index) if index is not None else None
 
@@ -194,7 +194,7 @@ class RedisStore:
         if await self.cell(cell) is None:
             return None
         with self._guard():
-            raw = await self._client.lrange(_journal_key(cell), 0, -1)
+            raw = await self._client.lrange(_key("j", cell), 0, -1)
         entries = []
         for item in raw:
             kind, _, data = item.partition(":")
@@ -205,7 +205,7 @@ class RedisStore:
     async def append_event(self, cell: str, event: str) -> int | None:
         if not is_handle(cell):
             return None
-        keys = [_cell_key(cell), _events_key(cell)]
+        keys = [_key("c", cell), _key("e", cell)]
         offset = await self._script("event", keys, [self._ttl_ms, event])
         return int(offset) if offset is not None else None
 
@@ -216,9 +216,9 @@ class RedisStore:
         block = _ms(timeout) if timeout > 0 else None
         with self._guard(extra=max(0.0, timeout)):
             read = await self._client.xread(
-                {_events_key(cell): f"0-{offset}"}, count=_MAX_EVENTS_READ, block=block
+                {_key("e", cell): f"0-{offset}"}, count=_MAX_EVENTS_READ, block=block
             )
-        found = read.get(_events_key(cell), ()) if read else ()
+        found = read.get(_key("e", cell), ()) if read else ()
         entries = tuple(str(entry.field_values["e"]) for entry in found)
         if found:
             offset = int(str(found[-1].identifier).split("-")[1])
@@ -228,11 +228,11 @@ class RedisStore:
     async def send_command(self, cell: str, command: CellCommand) -> bool:
         if not is_handle(cell):
             return False
-        sent = await self._script("send", [_cell_key(cell)], [_PREFIX, f"{command}:{cell}"])
+        sent = await self._script("send", [_key("c", cell)], [_PREFIX, f"{command}:{cell}"])
         return bool(sent)
 
     async def receive_commands(self, server: str, *, timeout: float = 0.0) -> list[Delivered]:
-        key = _queue_key(server)
+        key = _key("q", server)
         with self._guard(extra=max(0.0, timeout)):
             raw: list[str] = []
             if timeout > 0:
@@ -255,36 +255,11 @@ class RedisStore:
 _SERVERS: Final = f"{_PREFIX}servers"
 
 
-def _session_key(handle: str) -> str:
-    return f"{_PREFIX}s:{handle}"
-
-
-def _values_key(handle: str) -> str:
-    return f"{_PREFIX}v:{handle}"
-
-
-def _cell_key(handle: str) -> str:
-    return f"{_PREFIX}c:{handle}"
-
-
-def _journal_key(handle: str) -> str:
-    return f"{_PREFIX}j:{handle}"
-
-
-def _events_key(handle: str) -> str:
-    return f"{_PREFIX}e:{handle}"
-
-
-def _server_key(server: str) -> str:
-    return f"{_PREFIX}srv:{server}"
-
-
-def _server_cells_key(server: str) -> str:
-    return f"{_PREFIX}sc:{server}"
-
-
-def _queue_key(server: str) -> str:
-    return f"{_PREFIX}q:{server}"
+def _key(kind: str, name: str) -> str:
+    """The key of ``name`` (a handle, a server) of ``kind``: ``s`` session marker, ``v``
+    its values, ``c`` cell record, ``j`` journal, ``e`` events, ``srv`` heartbeat, ``sc``
+    a server's cells, ``q`` its command queue (the scripts build the same names)."""
+    return f"{_PREFIX}{kind}:{name}"
 
 
 def _ms(seconds: float) -> int:
