@@ -99,6 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep the result of a program that finishes after `Script running` as the "
         "resource code-mode://cells/<id> and notify subscribed clients, so no one polls",
     )
+    serve.add_argument(
+        "--store",
+        metavar="URL",
+        help="where state outside the server lives: memory:// (default), "
+        "redis://[:password@]host:port/db or rediss:// (TLS); see docs/deploy.md",
+    )
     # The limits of one server process (ServerLimits; docs/deploy.md). Their defaults
     # live there (this module must not import the MCP extra); the help repeats them.
     limits = serve.add_argument_group("limits of this server process (see docs/deploy.md)")

@@ -19,6 +19,7 @@ import trio
 from ..integrations.mcp import connect_mcp_servers, load_mcp_config
 from ..integrations.routing import NestedTool
 from ..mcp_server import DEFAULT_MCP_MAX_YIELD_TIME_MS, CodeModeMcpServer, ServerLimits
+from ..mcp_server.store import Store, StoreConfig, StoreError, open_store, parse_store_url
 from .config_options import runtime_config
 from .exit_status import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, is_interrupt
 from .startup_errors import describe, startup_error
@@ -58,7 +59,18 @@ def server_limits(args: argparse.Namespace) -> ServerLimits:
     return ServerLimits(**given)
 
 
-async def _serve(args: argparse.Namespace, tools: list[Any], limits: ServerLimits) -> bool:
+async def _serve(
+    args: argparse.Namespace, tools: list[Any], limits: ServerLimits, store: StoreConfig
+) -> bool:
+    """:func:`_serve_with` the store open (checked at start-up: an unreachable one, or
+    wrong credentials, stop the command here)."""
+    async with open_store(store, session_ttl=limits.session_idle_timeout) as opened:
+        return await _serve_with(args, tools, limits, opened)
+
+
+async def _serve_with(
+    args: argparse.Namespace, tools: list[Any], limits: ServerLimits, store: Store
+) -> bool:
     """Serve until the client goes away (stdio), Ctrl-C or SIGTERM; ``True`` after
     Ctrl-C.
 
@@ -106,6 +118,7 @@ async def _serve(args: argparse.Namespace, tools: list[Any], limits: ServerLimit
                     config=runtime_config(args),
                     max_yield_time_ms=getattr(args, "max_yield_ms", DEFAULT_MCP_MAX_YIELD_TIME_MS),
                     wait_idle_floor_ms=getattr(args, "wait_idle_floor_ms", None),
+                    store=store,
                 )
                 if args.http is None:
                     await server.serve_stdio()
@@ -127,16 +140,21 @@ def serve_main(args: argparse.Namespace) -> int:
     """``code-mode mcp serve``: ``args.tools`` (``pkg.module:attribute`` strings),
     ``args.mcp_config`` (a path or ``None``), ``args.http`` (``HOST:PORT`` or ``None``
     for stdio), ``args.push`` (serve pushed results: see :class:`CodeModeMcpServer`),
-    the limits (:func:`server_limits`). Returns the exit status; errors go to stderr,
-    never stdout (stdout is the MCP stream in stdio mode)."""
+    the limits (:func:`server_limits`), ``args.store`` (a store URL or ``None``:
+    ``memory://``; a bad one exits 2 with ``code-mode: --store: <why>``). Returns the
+    exit status; errors go to stderr, never stdout (stdout is the MCP stream in stdio mode)."""
     try:
         tools = [tool for spec in args.tools or [] for tool in load_tools(spec)]
         if args.http is not None:
             parse_http_address(args.http)
         limits = server_limits(args)
         runtime_config(args)  # a bad value is found before anything starts
-        if trio.run(_serve, args, tools, limits):
+        store = parse_store_url(getattr(args, "store", None) or "memory://")
+        if trio.run(_serve, args, tools, limits, store):
             return EXIT_INTERRUPTED
+    except StoreError as error:  # before the rest: a bad URL is a ValueError too
+        print(f"code-mode: --store: {describe(error)}", file=sys.stderr)
+        return EXIT_USAGE
     except BaseException as error:
         if is_interrupt(error):
             return EXIT_INTERRUPTED

@@ -64,6 +64,7 @@ from .protocol_versions import advertise_served_versions
 from .pushed_results import PushedResults
 from .refusals import DRAINING, NO_NEW_PROGRAMS, deadline_text, terminated_text
 from .sessions import Refused, SessionEntry, SessionPool, open_session_pool, serve_call, session_key
+from .store import Store
 
 __all__ = ["MCP_HTTP_PATH", "CodeModeMcpServer"]
 
@@ -92,7 +93,8 @@ class CodeModeMcpServer:
     long it drains; see the module documentation. ``push``: results of programs that
     finish after ``Script running`` are kept as resources the client is notified of
     (and the tool descriptions tell the model it will be given them); for clients that
-    subscribe, see :mod:`.pushed_results`.
+    subscribe, see :mod:`.pushed_results`. ``store``: where state outside the server
+    will live (:mod:`.store`, ``--store``); kept, not used yet.
     """
 
     def __init__(
@@ -108,12 +110,16 @@ class CodeModeMcpServer:
         wait_idle_floor_ms: int | None = None,
         push: bool = False,
         limits: ServerLimits | None = None,
+        store: Store | None = None,
     ) -> None:
         # Checked and described once: tools/list needs no session, and every session
         # shares the toolset.
         self._toolset = Toolset.build(
             tools, namespace_descriptions=namespace_descriptions, deferred=deferred
         )
+        # Kept for the stateless serving of issue 29 (not used yet): where sessions,
+        # the cell registry, journals and events live (None: in this process).
+        self._store = store
         self._session_options: dict[str, Any] = {
             "config": config,
             "max_yield_time_ms": max_yield_time_ms,
@@ -143,6 +149,12 @@ class CodeModeMcpServer:
         """The SDK's low-level server, for transports of your own: ``await
         server.server.run(read, write, server.server.create_initialization_options())``."""
         advertise_served_versions(self.server)
+
+    @property
+    def store(self) -> Store | None:
+        """The store given as ``store=`` (:mod:`.store`); not used yet: sessions and
+        cells still live in this process."""
+        return self._store
 
     @property
     def session_count(self) -> int:
