@@ -24,21 +24,30 @@ import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 import trio
 
 from .. import __version__
-from .._config import RuntimeConfig
+from .config_options import add_runtime_options, add_yield_options, runtime_config
 from .demo_tools import demo_tools_help
 from .exit_status import EXIT_INTERRUPTED, EXIT_TIMEOUT, EXIT_USAGE, is_interrupt
 from .run import run_source
+from .startup_errors import describe, startup_error
 
 __all__ = ["build_parser", "main", "run_source"]
 
 
+class _Parser(argparse.ArgumentParser):
+    """A parser whose usage errors are one line (the usage is in ``--help``)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line: one subparser per subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="code-mode",
         description="Run LLM-style JavaScript programs as code_mode cells.",
         epilog=demo_tools_help(),
@@ -56,13 +65,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("file", type=Path, help="the program (JavaScript source)")
     run.add_argument(
         "--yield-seconds",
-        type=float,
+        type=_seconds,
         default=10.0,
         help="report partial output at least this often (default 10)",
     )
     run.add_argument(
         "--timeout",
-        type=float,
+        type=_seconds,
         default=math.inf,
         metavar="SECONDS",
         help=f"terminate the program after this long, print what it produced and exit "
@@ -70,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mcp_config_help = "also run the MCP servers of this mcpServers JSON file (needs code-mode[mcp])"
     run.add_argument("--mcp-config", type=Path, help=mcp_config_help)
+    add_runtime_options(run)
     mcp = commands.add_parser("mcp", help="MCP integration (needs code-mode[mcp])")
     serve = mcp.add_subparsers(dest="mcp_command", required=True).add_parser(
         "serve", help="serve exec/wait to MCP clients (stdio, or streamable HTTP with --http)"
@@ -88,6 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep the result of a program that finishes after `Script running` as the "
         "resource code-mode://cells/<id> and notify subscribed clients, so no one polls",
+    )
+    serve.add_argument(
+        "--store",
+        metavar="URL",
+        help="where state outside the server lives: memory:// (default), "
+        "redis://[:password@]host:port/db or rediss:// (TLS); see docs/deploy.md",
     )
     # The limits of one server process (ServerLimits; docs/deploy.md). Their defaults
     # live there (this module must not import the MCP extra); the help repeats them.
@@ -118,7 +134,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="on SIGTERM, how long running programs may take to finish before they are "
         "terminated and the server exits (default 60)",
     )
+    limits.add_argument(
+        "--exec-retry-window",
+        type=float,
+        metavar="SECONDS",
+        help="how long an exec its client abandoned (a client timeout) waits for the "
+        "client's retry, which is answered from the same program (default 120)",
+    )
+    # The MCP server's default yield cap (DEFAULT_MCP_MAX_YIELD_TIME_MS; repeated here,
+    # as this module must not import the MCP extra).
+    add_yield_options(serve, 4000)
+    add_runtime_options(serve)
     return parser
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, 0 or more, got {text}")
+    return value
 
 
 def _seconds_or_never(text: str) -> float | str:
@@ -139,29 +173,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve_main(args)
     try:
         source = args.file.read_text(encoding="utf-8")
-    except OSError as error:
-        print(f"code-mode: {error}", file=sys.stderr)
+        config = runtime_config(args)
+    except (OSError, ValueError, TypeError) as error:
+        print(f"code-mode: {describe(error)}", file=sys.stderr)
         return EXIT_USAGE
     run_file = functools.partial(
         run_source,
         source,
         yield_seconds=args.yield_seconds,
-        config=RuntimeConfig(),
+        config=config,
         timeout=args.timeout,
         mcp_config=args.mcp_config,
     )
     try:
         return trio.run(run_file)
-    except (ImportError, OSError, ValueError) as error:  # a missing extra, a bad config
-        print(f"code-mode: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except (KeyboardInterrupt, BaseExceptionGroup) as error:
+    except BaseException as error:
         # trio has cancelled everything and the session has closed its isolates and
-        # worker by now; a Ctrl-C may arrive wrapped in the session's task groups.
-        if not is_interrupt(error):
+        # worker by now; a Ctrl-C, or a start-up error (a missing extra, a bad
+        # config), may arrive wrapped in the session's task groups.
+        if is_interrupt(error):
+            print("code-mode: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        found = startup_error(error)
+        if found is None:
             raise
-        print("code-mode: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        print(f"code-mode: {describe(found)}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":  # pragma: no cover

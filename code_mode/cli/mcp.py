@@ -16,10 +16,13 @@ from typing import Any
 
 import trio
 
-from ..integrations.mcp import McpConfigError, connect_mcp_servers, load_mcp_config
+from ..integrations.mcp import connect_mcp_servers, load_mcp_config
 from ..integrations.routing import NestedTool
-from ..mcp_server import CodeModeMcpServer, ServerLimits
+from ..mcp_server import DEFAULT_MCP_MAX_YIELD_TIME_MS, CodeModeMcpServer, ServerLimits
+from ..mcp_server.store import Store, StoreConfig, StoreError, open_store, parse_store_url
+from .config_options import runtime_config
 from .exit_status import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, is_interrupt
+from .startup_errors import describe, startup_error
 from .tool_specs import load_tools
 
 __all__ = ["load_tools", "mcp_config_tools", "parse_http_address", "serve_main", "server_limits"]
@@ -50,12 +53,24 @@ def server_limits(args: argparse.Namespace) -> ServerLimits:
         value = getattr(args, name, None)
         if value is not None:
             given[name] = None if value == "never" else value
-    if getattr(args, "drain_deadline", None) is not None:
-        given["drain_deadline"] = args.drain_deadline
+    for name in ("drain_deadline", "exec_retry_window"):
+        if getattr(args, name, None) is not None:
+            given[name] = getattr(args, name)
     return ServerLimits(**given)
 
 
-async def _serve(args: argparse.Namespace, tools: list[Any], limits: ServerLimits) -> bool:
+async def _serve(
+    args: argparse.Namespace, tools: list[Any], limits: ServerLimits, store: StoreConfig
+) -> bool:
+    """:func:`_serve_with` the store open (checked at start-up: an unreachable one, or
+    wrong credentials, stop the command here)."""
+    async with open_store(store, session_ttl=limits.session_idle_timeout) as opened:
+        return await _serve_with(args, tools, limits, opened)
+
+
+async def _serve_with(
+    args: argparse.Namespace, tools: list[Any], limits: ServerLimits, store: Store
+) -> bool:
     """Serve until the client goes away (stdio), Ctrl-C or SIGTERM; ``True`` after
     Ctrl-C.
 
@@ -67,8 +82,10 @@ async def _serve(args: argparse.Namespace, tools: list[Any], limits: ServerLimit
     CodeModeMcpServer.drain`); a second SIGTERM, or Ctrl-C, stops it at once."""
     interrupted = False
     server: CodeModeMcpServer | None = None
-    async with trio.open_nursery() as nursery:
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    # The receiver outlives the nursery: a start-up error leaves the nursery (which
+    # cancels the task reading signals) before the receiver closes.
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
 
             async def drain_then_stop(server: CodeModeMcpServer) -> None:
                 deadline = server.limits.drain_deadline
@@ -98,6 +115,10 @@ async def _serve(args: argparse.Namespace, tools: list[Any], limits: ServerLimit
                     namespace_descriptions=descriptions,
                     push=bool(getattr(args, "push", False)),
                     limits=limits,
+                    config=runtime_config(args),
+                    max_yield_time_ms=getattr(args, "max_yield_ms", DEFAULT_MCP_MAX_YIELD_TIME_MS),
+                    wait_idle_floor_ms=getattr(args, "wait_idle_floor_ms", None),
+                    store=store,
                 )
                 if args.http is None:
                     await server.serve_stdio()
@@ -119,20 +140,28 @@ def serve_main(args: argparse.Namespace) -> int:
     """``code-mode mcp serve``: ``args.tools`` (``pkg.module:attribute`` strings),
     ``args.mcp_config`` (a path or ``None``), ``args.http`` (``HOST:PORT`` or ``None``
     for stdio), ``args.push`` (serve pushed results: see :class:`CodeModeMcpServer`),
-    the limits (:func:`server_limits`). Returns the exit status; errors go to stderr,
-    never stdout (stdout is the MCP stream in stdio mode)."""
+    the limits (:func:`server_limits`), ``args.store`` (a store URL or ``None``:
+    ``memory://``; a bad one exits 2 with ``code-mode: --store: <why>``). Returns the
+    exit status; errors go to stderr, never stdout (stdout is the MCP stream in stdio mode)."""
     try:
         tools = [tool for spec in args.tools or [] for tool in load_tools(spec)]
         if args.http is not None:
             parse_http_address(args.http)
         limits = server_limits(args)
-        if trio.run(_serve, args, tools, limits):
+        runtime_config(args)  # a bad value is found before anything starts
+        store = parse_store_url(getattr(args, "store", None) or "memory://")
+        if trio.run(_serve, args, tools, limits, store):
             return EXIT_INTERRUPTED
-    except (ValueError, OSError, McpConfigError, TypeError) as error:
-        print(f"code-mode: {error}", file=sys.stderr)
+    except StoreError as error:  # before the rest: a bad URL is a ValueError too
+        print(f"code-mode: --store: {describe(error)}", file=sys.stderr)
         return EXIT_USAGE
     except BaseException as error:
         if is_interrupt(error):
             return EXIT_INTERRUPTED
-        raise
+        found = startup_error(error)
+        if found is None:
+            raise
+        where = args.http if isinstance(found, OSError) and args.http else None
+        print(f"code-mode: {describe(found, where)}", file=sys.stderr)
+        return EXIT_USAGE
     return EXIT_OK

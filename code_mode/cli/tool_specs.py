@@ -44,8 +44,26 @@ def load_tools(spec: str) -> list[Any]:
         try:
             value = getattr(value, part)
         except AttributeError:
-            raise ValueError(f"--tools {spec}: {module.__name__} has no `{attribute}`") from None
-    return list(value) if isinstance(value, list | tuple) else [value]
+            # The user's name for the module (a file's is internal to this loader).
+            raise ValueError(f"--tools {spec}: {target} has no attribute `{attribute}`") from None
+    tools = list(value) if isinstance(value, list | tuple) else [value]
+    for item in tools:
+        if not _is_tool(item):
+            raise ValueError(
+                f"--tools {spec}: `{attribute}` must be a tool, a function, or a list or "
+                f"tuple of them; it holds {type(item).__name__} {_short(item)}"
+            )
+    return tools
+
+
+def _is_tool(value: Any) -> bool:
+    """A ``@tool`` (or any nested tool, which has a ``definition``) or a function."""
+    return hasattr(value, "definition") or callable(value)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _import_module(spec: str, name: str) -> ModuleType:

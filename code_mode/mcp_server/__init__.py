@@ -20,9 +20,11 @@ except ImportError as error:  # pragma: no cover - exercised without the extra
         "code_mode.mcp_server needs the `mcp` package: pip install 'code-mode[mcp]'"
     ) from error
 
+from .client_timeouts import DEFAULT_MCP_MAX_YIELD_TIME_MS
 from .http_front import HEALTH_PATH, READY_PATH
 from .limits import (
     DEFAULT_DRAIN_DEADLINE,
+    DEFAULT_EXEC_RETRY_WINDOW,
     DEFAULT_MAX_REQUEST_BODY_BYTES,
     DEFAULT_MAX_SESSIONS,
     DEFAULT_SESSION_IDLE_TIMEOUT,
@@ -32,8 +34,10 @@ from .server import MCP_HTTP_PATH, CodeModeMcpServer
 
 __all__ = [
     "DEFAULT_DRAIN_DEADLINE",
+    "DEFAULT_EXEC_RETRY_WINDOW",
     "DEFAULT_MAX_REQUEST_BODY_BYTES",
     "DEFAULT_MAX_SESSIONS",
+    "DEFAULT_MCP_MAX_YIELD_TIME_MS",
     "DEFAULT_SESSION_IDLE_TIMEOUT",
     "HEALTH_PATH",
     "MCP_HTTP_PATH",

@@ -28,6 +28,9 @@ DEFAULT_MAX_REQUEST_BODY_BYTES: Final = 4 * 1024 * 1024
 DEFAULT_DRAIN_DEADLINE: Final = 60.0
 """Seconds a stopping server (SIGTERM) lets running programs finish (default 60)."""
 
+DEFAULT_EXEC_RETRY_WINDOW: Final = 120.0
+"""Seconds an abandoned ``exec`` waits for its client's retry (default 120)."""
+
 
 def _positive_int(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -88,3 +91,13 @@ class ServerLimits:
     terminated: a call waiting on one gets ``Script terminated`` and a text saying the
     server stopped. A supervisor's grace period (Kubernetes'
     ``terminationGracePeriodSeconds``) must be longer."""
+
+    exec_retry_window: float = attrs.field(
+        default=DEFAULT_EXEC_RETRY_WINDOW, validator=_positive_seconds
+    )
+    """Seconds after its client abandoned an ``exec`` (a client timeout: it sends
+    ``notifications/cancelled``) during which an ``exec`` of the same session with the
+    same arguments is taken for its retry and answered from the cell the first one
+    started, rather than running the program again (default 120; see
+    :mod:`~code_mode.mcp_server.client_timeouts`). Past it, an undelivered result is
+    dropped; the program, if still running, goes on, and a ``wait`` reaches it."""

@@ -57,11 +57,14 @@ from ..integrations.routing import NestedTool
 from ..model_tools.adapters import EXEC_TOOL_NAME, WAIT_TOOL_NAME, mcp_call_tool_result
 from ..model_tools.descriptions import NamespaceDescription
 from ..model_tools.formatting import is_error_result
+from .client_timeouts import DEFAULT_MCP_MAX_YIELD_TIME_MS
 from .http_front import HttpFront
 from .limits import ServerLimits
+from .protocol_versions import advertise_served_versions
 from .pushed_results import PushedResults
 from .refusals import DRAINING, NO_NEW_PROGRAMS, deadline_text, terminated_text
 from .sessions import Refused, SessionEntry, SessionPool, open_session_pool, serve_call, session_key
+from .store import Store
 
 __all__ = ["MCP_HTTP_PATH", "CodeModeMcpServer"]
 
@@ -81,13 +84,17 @@ class CodeModeMcpServer:
     :class:`~code_mode.CodeModeSession` (``@tool`` functions, the
     :class:`~code_mode.integrations.mcp.McpTool`\\ s of connected servers...); they are
     shared by every session, so they must be safe to call concurrently. ``config``,
-    ``namespace_descriptions``, ``deferred`` and ``max_yield_time_ms`` configure each
-    session. ``limits`` (:class:`~code_mode.mcp_server.ServerLimits`) bound what the
-    server takes on at once (sessions, their idle lifetime, request bodies) and how
+    ``namespace_descriptions``, ``deferred``, ``max_yield_time_ms`` and
+    ``wait_idle_floor_ms`` configure each session (see
+    :class:`~code_mode.CodeModeSession`); ``max_yield_time_ms`` is 4000 by default
+    (``None``: no cap), so that no call outlasts the common clients' timeouts
+    (:mod:`.client_timeouts`). ``limits`` (:class:`~code_mode.mcp_server.ServerLimits`)
+    bound what the server takes on at once (sessions, their idle lifetime, request bodies) and how
     long it drains; see the module documentation. ``push``: results of programs that
     finish after ``Script running`` are kept as resources the client is notified of
     (and the tool descriptions tell the model it will be given them); for clients that
-    subscribe, see :mod:`.pushed_results`.
+    subscribe, see :mod:`.pushed_results`. ``store``: where state outside the server
+    will live (:mod:`.store`, ``--store``); kept, not used yet.
     """
 
     def __init__(
@@ -99,18 +106,24 @@ class CodeModeMcpServer:
         config: RuntimeConfig | None = None,
         namespace_descriptions: Mapping[str, NamespaceDescription | str] | None = None,
         deferred: bool = False,
-        max_yield_time_ms: int | None = None,
+        max_yield_time_ms: int | None = DEFAULT_MCP_MAX_YIELD_TIME_MS,
+        wait_idle_floor_ms: int | None = None,
         push: bool = False,
         limits: ServerLimits | None = None,
+        store: Store | None = None,
     ) -> None:
         # Checked and described once: tools/list needs no session, and every session
         # shares the toolset.
         self._toolset = Toolset.build(
             tools, namespace_descriptions=namespace_descriptions, deferred=deferred
         )
+        # Kept for the stateless serving of issue 29 (not used yet): where sessions,
+        # the cell registry, journals and events live (None: in this process).
+        self._store = store
         self._session_options: dict[str, Any] = {
             "config": config,
             "max_yield_time_ms": max_yield_time_ms,
+            "wait_idle_floor_ms": wait_idle_floor_ms,
         }
         self._push = push
         self._listing = [
@@ -135,6 +148,13 @@ class CodeModeMcpServer:
         )
         """The SDK's low-level server, for transports of your own: ``await
         server.server.run(read, write, server.server.create_initialization_options())``."""
+        advertise_served_versions(self.server)
+
+    @property
+    def store(self) -> Store | None:
+        """The store given as ``store=`` (:mod:`.store`); not used yet: sessions and
+        cells still live in this process."""
+        return self._store
 
     @property
     def session_count(self) -> int:

@@ -5,12 +5,13 @@ first request (:func:`open_session_pool` holds their tasks), keeps it while call
 flight, closes it when it idles past ``ServerLimits.session_idle_timeout``, is deleted
 or the server drains, and remembers why, to answer later requests of it. A
 :class:`SessionEntry` routes its programs' ``notify(...)`` to the request in flight
-(:func:`serve_call`) or to the session's stream.
+(:func:`serve_call`) or to the session's stream, and runs its ``exec`` calls in a
+task group of its own so that a client's timeout loses no cell
+(:mod:`.client_timeouts`).
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 import math
 from collections import OrderedDict
@@ -26,6 +27,7 @@ from mcp.server.session import ServerSession
 
 from .._facade import CodeModeSession, Notification
 from ..model_tools.adapters import EXEC_TOOL_NAME
+from .client_timeouts import AbandonedExecs, exec_key, with_progress
 from .http_front import SESSION_HEADER
 from .limits import ServerLimits
 from .pushed_results import PushedResults
@@ -67,15 +69,16 @@ class Listener:
 class SessionEntry:
     """One MCP session's code mode session, owned by a task of the pool."""
 
-    def __init__(self, key: str) -> None:
+    def __init__(self, key: str, exec_retry_window: float) -> None:
         self.key = key
         self.session: CodeModeSession | None = None
+        self.calls: trio.Nursery | None = None  # where its exec calls run
+        self.execs = AbandonedExecs(exec_retry_window)
         self.busy = 0
         self.quiet = trio.Event()  # set while no exec/wait of the session is in flight
         self.quiet.set()
         self.closed_reason: str | None = None  # why the server closed it, if it did
         self.idle_scope = trio.CancelScope()
-        self.call_ids = itertools.count(1)
         self.by_call: dict[str, Listener] = {}
         self.by_cell: dict[str, Listener] = {}
         self.standalone: ServerSession | None = None
@@ -111,6 +114,7 @@ class SessionPool:
         self._nursery = nursery
         self._open_session = open_session
         self._idle_timeout = limits.session_idle_timeout
+        self._exec_retry_window = limits.exec_retry_window
         self._max_sessions = limits.max_sessions
         self._entries: dict[str, SessionEntry] = {}
         self._closed: OrderedDict[str, str] = OrderedDict()
@@ -168,7 +172,7 @@ class SessionPool:
                     raise Refused(DRAINING)
                 if len(self._entries) >= self._max_sessions:
                     raise Refused(full_text(self._max_sessions))
-                entry = SessionEntry(key)
+                entry = SessionEntry(key, self._exec_retry_window)
                 await self._nursery.start(self._run, entry)
                 self._entries[key] = entry
             entry.busy += 1
@@ -236,7 +240,10 @@ class SessionPool:
     async def _run(self, entry: SessionEntry, *, task_status: trio.TaskStatus[None]) -> None:
         session = self._open_session(entry)
         try:
-            async with session:
+            # The calls' nursery outlives the session: closing the session ends the
+            # programs, which lets the exec calls in it return.
+            async with trio.open_nursery() as calls, session:
+                entry.calls = calls
                 entry.session = session
                 task_status.started()
                 with entry.idle_scope:
@@ -285,9 +292,8 @@ async def serve_call(
     arguments: dict[str, Any],
 ) -> list[Any]:
     """Run one exec/wait on ``entry``'s session with its notifications routed to this
-    request."""
-    session = entry.session
-    assert session is not None
+    request, reporting progress meanwhile if the client asked for it
+    (:mod:`.client_timeouts`)."""
     meta = ctx.meta or {}
     listener = Listener(
         ctx.session,
@@ -295,13 +301,36 @@ async def serve_call(
         wants_progress="progress_token" in meta or "progressToken" in meta,
     )
     entry.standalone = ctx.session
+    if not listener.wants_progress:
+        return await _serve_routed(entry, listener, name, arguments)
+
+    async def beat() -> None:
+        listener.sent += 1
+        await listener.session.report_progress(listener.sent)
+
+    return await with_progress(beat, lambda: _serve_routed(entry, listener, name, arguments))
+
+
+async def _serve_routed(
+    entry: SessionEntry, listener: Listener, name: str, arguments: dict[str, Any]
+) -> list[Any]:
+    session = entry.session
+    assert session is not None and entry.calls is not None
     if name == EXEC_TOOL_NAME:
-        call_id = f"mcp-exec-{next(entry.call_ids)}"
-        entry.by_call[call_id] = listener
-        try:
+
+        def route(call_id: str) -> Callable[[], None]:
+            entry.by_call[call_id] = listener
+
+            def unroute() -> None:
+                if entry.by_call.get(call_id) is listener:
+                    del entry.by_call[call_id]
+
+            return unroute
+
+        async def call(call_id: str) -> list[Any]:
             return await session.handle_call(name, arguments, call_id=call_id)
-        finally:
-            del entry.by_call[call_id]
+
+        return await entry.execs.serve(entry.calls, exec_key(arguments), route, call)
     cell = arguments.get("cell_id")
     cell_key = str(cell) if isinstance(cell, str | int) else None
     pushed = entry.results.take(cell_key) if entry.results and cell_key is not None else None

@@ -89,8 +89,8 @@ def test_a_dotted_attribute_and_a_single_tool(
         (":tools", r"expects `pkg.module:attribute`"),
         ("no_such_module_xyz:tools", r"cannot import no_such_module_xyz: .*looked in the current"),
         ("./missing.py:tools", r"no Python file at .*missing.py"),
-        ("./t.py:absent", r"has no `absent`"),
-        ("mytools_spec_test:absent", r"mytools_spec_test has no `absent`"),
+        ("./t.py:absent", r"\./t\.py has no attribute `absent`"),
+        ("mytools_spec_test:absent", r"mytools_spec_test has no attribute `absent`"),
     ],
 )
 def test_errors_name_what_was_tried(

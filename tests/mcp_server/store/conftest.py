@@ -1,0 +1,47 @@
+"""The store under test: each contract test runs once in memory and once in a real Redis."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from code_mode.mcp_server.store import Store, open_store
+
+from .redis_server import MISSING_REDIS, RedisServer
+
+StoreFactory = Callable[..., AbstractAsyncContextManager[Store]]
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    """A fresh redis-server with a password, stopped after the test."""
+    if shutil.which("redis-server") is None:
+        pytest.skip(MISSING_REDIS)
+    server = RedisServer(tmp_path, password="s3cret-Pw")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["memory", "redis"])
+def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
+    """``make_store(session_ttl=..., heartbeat_ttl=...)``: a store of this run's kind."""
+    server: RedisServer | None = None
+    if request.param == "redis":
+        server = request.getfixturevalue("redis_server")
+    url = server.url if server is not None else "memory://"
+
+    @asynccontextmanager
+    async def make(
+        *, session_ttl: float | None = 60.0, heartbeat_ttl: float = 60.0
+    ) -> AsyncIterator[Store]:
+        async with open_store(url, session_ttl=session_ttl, heartbeat_ttl=heartbeat_ttl) as store:
+            yield store
+
+    yield make

@@ -1,0 +1,79 @@
+"""Store URLs (what is accepted, and one-line errors for the rest) and handles."""
+
+from __future__ import annotations
+
+import pytest
+
+from code_mode.mcp_server.store import (
+    HANDLE_BITS,
+    StoreConfig,
+    StoreConfigError,
+    is_handle,
+    missing_cell,
+    new_handle,
+    parse_store_url,
+    same_handle,
+)
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("memory://", StoreConfig(scheme="memory")),
+        ("redis://127.0.0.1:6379/0", StoreConfig(scheme="redis", host="127.0.0.1")),
+        ("redis://redis", StoreConfig(scheme="redis", host="redis")),
+        (
+            "redis://:pw@h:7000/3",
+            StoreConfig(scheme="redis", host="h", port=7000, db=3, password="pw"),
+        ),
+        (
+            "rediss://u:pw@h/1?ca_certs=/etc/ca.pem",
+            StoreConfig(
+                scheme="rediss", host="h", db=1, username="u", password="pw", ca_certs="/etc/ca.pem"
+            ),
+        ),
+        ("redis://[::1]:6379", StoreConfig(scheme="redis", host="::1")),
+    ],
+)
+def test_accepted_urls(url: str, expected: StoreConfig) -> None:
+    assert parse_store_url(url) == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("", "unknown store"),
+        ("postgres://h/0", "unknown store postgres://"),
+        ("127.0.0.1:6379", "unknown store"),
+        ("redis://", "needs a host"),
+        ("redis://:secret@h:notaport/0", "not a store URL"),
+        ("redis://:secret@h:6379/99", "database must be a number from 0 to 15"),
+        ("redis://:secret@h/x", "database must be a number"),
+        ("redis://h/0?timeout=1", "unknown parameter 'timeout'"),
+        ("redis://h/0?ca_certs=/x", "for rediss:// (TLS) only"),
+        ("memory://x", "memory:// takes nothing"),
+    ],
+)
+def test_malformed_urls_say_why_in_one_line(url: str, why: str) -> None:
+    with pytest.raises(StoreConfigError) as caught:
+        parse_store_url(url)
+    message = str(caught.value)
+    assert why in message and "\n" not in message
+    assert "secret" not in message
+
+
+def test_handles_are_random_unique_and_of_one_shape() -> None:
+    handles = {new_handle() for _ in range(10_000)}
+    assert len(handles) == 10_000 and HANDLE_BITS >= 128
+    assert all(is_handle(handle) for handle in handles)
+    assert not any(is_handle(text) for text in ["", "1", "a" * 23, "a" * 25, "a" * 23 + "!"])
+    ordered = sorted(handles)
+    assert ordered != [new_handle() for _ in handles]  # not a counter
+    one = new_handle()
+    assert same_handle(one, one) and not same_handle(one, new_handle())
+    assert not same_handle(one, one[:-1])
+
+
+def test_unknown_handle_is_the_reference_not_found() -> None:
+    assert str(missing_cell("abc").args[0]) == "exec cell abc not found"
+    assert "x" * 65 not in str(missing_cell("x" * 1000).args[0])

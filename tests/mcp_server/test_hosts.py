@@ -1,0 +1,290 @@
+"""Real MCP hosts, nobody's here, in their DEFAULT settings, against the server over
+stdio (``code-mode mcp serve``) and streamable HTTP: an ``exec`` of a program calling
+a tool returns its result, and a program handed back as ``Script running`` is resumed
+with ``wait``.
+
+The hosts: the MCP Python SDK's ``mcp.Client`` (mode "auto", which probes
+``server/discover``), fastmcp's ``Client``, pydantic-ai's ``MCPToolset`` driven by its
+scripted ``FunctionModel``, openai-agents' ``MCPServerStdio`` and
+``MCPServerStreamableHttp`` (5 s client timeout), and the MCP Inspector CLI. The
+asyncio ones run with ``asyncio.run`` in a worker thread, as in an application.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import trio
+
+from code_mode.mcp_server import CodeModeMcpServer
+
+from ..mcp_support import SAFETY, TOOLS, node_command, serve_command
+
+T = TypeVar("T")
+
+CALLS_A_TOOL = "text(await tools.add({a: 2, b: 3}))"
+YIELDS = (
+    '// @exec: {"yield_time_ms": 0}\n'
+    "await new Promise(r => setTimeout(r, 300)); text(await tools.add({a: 20, b: 22}))"
+)
+RUNNING = re.compile(r"Script running with cell ID (\S+)")
+
+
+async def in_asyncio(make: Callable[[], Awaitable[T]]) -> T:
+    """``make()`` run to its end under ``asyncio.run`` in a worker thread."""
+
+    async def main() -> T:
+        return await make()
+
+    return await trio.to_thread.run_sync(asyncio.run, main())
+
+
+@asynccontextmanager
+async def served_over_http() -> AsyncIterator[str]:
+    server = CodeModeMcpServer(TOOLS)
+    async with trio.open_nursery() as nursery:
+        url: str = await nursery.start(server.serve_http, "127.0.0.1", 0)
+        yield url
+        nursery.cancel_scope.cancel()
+
+
+def stdio_parameters() -> dict[str, Any]:
+    command, args, env = serve_command()
+    return {"command": command, "args": args, "env": env}
+
+
+def text_of(content: Any) -> str:
+    """The text blocks of a result's content, joined."""
+    return "\n".join(block.text for block in content if getattr(block, "type", None) == "text")
+
+
+def check_exec_then_wait(run: Callable[[str, dict[str, Any]], Awaitable[str]]) -> Any:
+    """The acceptance, for a host whose one tool call is ``run(name, arguments)``
+    returning the result's text."""
+
+    async def check() -> None:
+        called = await run("exec", {"code": CALLS_A_TOOL})
+        assert called.startswith("Script completed"), called
+        assert called.splitlines()[-1] == "5", called
+        started = await run("exec", {"code": YIELDS})
+        running = RUNNING.search(started)
+        assert running is not None, started
+        finished = await run("wait", {"cell_id": running.group(1), "yield_time_ms": 3000})
+        assert finished.startswith("Script completed"), finished
+        assert finished.splitlines()[-1] == "42", finished
+
+    return check
+
+
+# -- the MCP Python SDK ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_mcp_sdk_client_in_auto_mode(transport: str) -> None:
+    from mcp import Client, StdioServerParameters
+
+    async def over(target: Any) -> None:
+        async with Client(target) as client:  # mode="auto": probes server/discover
+            # Over HTTP the server offers only the stateful revision (its sessions keep
+            # the cells); over stdio the connection is the session, so the stateless
+            # one (2026-07-28) serves as well.
+            stateless = client.protocol_version == "2026-07-28"
+            assert stateless == (transport == "stdio"), client.protocol_version
+
+            async def run(name: str, arguments: dict[str, Any]) -> str:
+                result = await client.call_tool(name, arguments)
+                return text_of(result.content)
+
+            await check_exec_then_wait(run)()
+
+    with trio.fail_after(SAFETY):
+        if transport == "stdio":
+            await over(StdioServerParameters(**stdio_parameters()))
+        else:
+            async with served_over_http() as url:
+                await over(url)
+
+
+# -- fastmcp -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_fastmcp_client(transport: str) -> None:
+    from fastmcp import Client
+    from fastmcp.client.transports import StdioTransport
+
+    async def over(target: Any) -> None:
+        async with Client(target) as client:
+
+            async def run(name: str, arguments: dict[str, Any]) -> str:
+                result = await client.call_tool(name, arguments, raise_on_error=False)
+                return text_of(result.content)
+
+            await check_exec_then_wait(run)()
+
+    with trio.fail_after(SAFETY):
+        if transport == "stdio":
+            parameters = stdio_parameters()
+            await in_asyncio(lambda: over(StdioTransport(**parameters)))
+        else:
+            async with served_over_http() as url:
+                await in_asyncio(lambda: over(url))
+
+
+# -- pydantic-ai ---------------------------------------------------------------------------
+
+
+def scripted_model() -> Any:
+    """pydantic-ai's ``FunctionModel`` playing a model that runs a tool-calling
+    program, starts a longer one and resumes it with ``wait`` (reading the cell id
+    from the result it was given), then answers with what it got."""
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    def returns(messages: list[ModelMessage]) -> list[str]:
+        """The tool results the model was given, each as one text."""
+        contents = [
+            part.content
+            for message in messages
+            for part in message.parts
+            if part.part_kind == "tool-return"
+        ]
+        return [
+            "\n".join(map(str, content)) if isinstance(content, list) else str(content)
+            for content in contents
+        ]
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        assert {tool.name for tool in info.function_tools} == {"exec", "wait"}
+        seen = returns(messages)
+        if not seen:
+            return ModelResponse(parts=[ToolCallPart("exec", {"code": CALLS_A_TOOL})])
+        if len(seen) == 1:
+            return ModelResponse(parts=[ToolCallPart("exec", {"code": YIELDS})])
+        if len(seen) == 2:
+            running = RUNNING.search(seen[1])
+            assert running is not None, seen
+            arguments = {"cell_id": running.group(1), "yield_time_ms": 3000}
+            return ModelResponse(parts=[ToolCallPart("wait", arguments)])
+        return ModelResponse(parts=[TextPart(json.dumps(seen))])
+
+    return FunctionModel(model)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_pydantic_ai_toolset_with_a_scripted_model(transport: str) -> None:
+    from fastmcp.client.transports import StdioTransport
+    from pydantic_ai import Agent
+    from pydantic_ai.mcp import MCPToolset
+
+    async def over(target: Any) -> list[str]:
+        # Over stdio, the 5 s `init_timeout` (its only other timeout) covers launching
+        # the server's process, which a loaded test machine can take longer over; the
+        # read timeout, the one a call meets, stays the default.
+        options = {"init_timeout": SAFETY} if transport == "stdio" else {}
+        agent = Agent(scripted_model(), toolsets=[MCPToolset(target, **options)])
+        result = await agent.run("add numbers with code mode")
+        seen: list[str] = json.loads(result.output)
+        return seen
+
+    with trio.fail_after(SAFETY):
+        if transport == "stdio":
+            parameters = stdio_parameters()
+            seen = await in_asyncio(lambda: over(StdioTransport(**parameters)))
+        else:
+            async with served_over_http() as url:
+                seen = await in_asyncio(lambda: over(url))
+    assert "Script completed" in seen[0] and seen[0].rstrip().endswith("5"), seen
+    assert "Script running with cell ID" in seen[1], seen
+    assert "Script completed" in seen[2] and seen[2].rstrip().endswith("42"), seen
+
+
+# -- openai-agents -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_openai_agents_mcp_servers(transport: str) -> None:
+    from agents.mcp import MCPServerStdio, MCPServerStreamableHttp
+
+    async def over(server: Any) -> None:
+        async with server:
+            assert server.client_session_timeout_seconds == 5  # the default, kept
+            names = [tool.name for tool in await server.list_tools()]
+            assert names == ["exec", "wait"]
+
+            async def run(name: str, arguments: dict[str, Any]) -> str:
+                result = await server.call_tool(name, arguments)
+                return text_of(result.content)
+
+            await check_exec_then_wait(run)()
+
+    with trio.fail_after(SAFETY):
+        if transport == "stdio":
+            parameters = stdio_parameters()
+            await in_asyncio(lambda: over(MCPServerStdio(params=parameters)))  # type: ignore[arg-type]
+        else:
+            async with served_over_http() as url:
+                await in_asyncio(lambda: over(MCPServerStreamableHttp(params={"url": url})))
+
+
+async def test_openai_agents_stdio_a_7_s_program_within_the_5_s_timeout(tmp_path: Path) -> None:
+    """openai-agents' default client timeout is 5 s: a 7 s program is handed back as
+    ``Script running`` within it (the server's 4 s yield cap), never raises in the
+    client, its cell id reaches the caller, and it runs once."""
+    from agents.mcp import MCPServerStdio
+
+    runs = tmp_path / "runs.txt"
+    program = (
+        f"await tools.record({{path: {json.dumps(str(runs))}, line: 'ran'}});"
+        "await new Promise(r => setTimeout(r, 7000)); text('slept')"
+    )
+
+    async def client() -> list[str]:
+        seen: list[str] = []
+        async with MCPServerStdio(params=stdio_parameters()) as server:  # type: ignore[arg-type]
+            started = await server.call_tool("exec", {"code": program})
+            seen.append(text_of(started.content))
+            running = RUNNING.search(seen[-1])
+            assert running is not None, seen
+            while True:
+                waited = await server.call_tool("wait", {"cell_id": running.group(1)})
+                seen.append(text_of(waited.content))
+                if not seen[-1].startswith("Script running"):
+                    return seen
+
+    with trio.fail_after(SAFETY):
+        seen = await in_asyncio(client)
+    assert seen[0].startswith("Script running with cell ID 1"), seen
+    assert seen[-1].startswith("Script completed"), seen
+    assert seen[-1].splitlines()[-1] == "slept", seen
+    assert runs.read_text() == "ran\n"
+
+
+# -- the MCP Inspector CLI -----------------------------------------------------------------
+
+
+async def test_mcp_inspector_cli_over_http() -> None:
+    inspector = node_command("mcp-inspector")
+    with trio.fail_after(SAFETY * 2):
+        async with served_over_http() as url:
+            called = await trio.run_process(
+                [
+                    *(inspector, "--cli", url, "--transport", "http", "--method", "tools/call"),
+                    *("--tool-name", "exec", "--tool-arg", f"code={CALLS_A_TOOL}"),
+                ],
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+    assert called.returncode == 0, called.stderr.decode()
+    result = json.loads(called.stdout)
+    assert result["isError"] is False
+    assert result["content"][0]["text"].startswith("Script completed\n")
+    assert result["content"][1] == {"type": "text", "text": "5"}
