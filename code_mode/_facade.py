@@ -50,6 +50,8 @@ from typing import Any, Final
 import attrs
 import trio
 
+from . import _asyncio_host
+from ._asyncio_host import HeldContext, trio_side
 from ._config import RuntimeConfig
 from ._engine import Engine
 from ._errors import CodeModeError
@@ -68,6 +70,7 @@ from ._types import (
     YieldAfter,
     Yielded,
 )
+from .integrations.host_loop import on_host
 from .integrations.python_tools import PythonTool, tool
 from .integrations.routing import NestedTool, ToolRouter
 from .model_tools.adapters import (
@@ -200,7 +203,7 @@ class _Delegate:
             return
         outcome = self._on_notify(Notification(call_id, cell_id, text))
         if inspect.isawaitable(outcome):
-            await outcome
+            await on_host(outcome)
 
     async def cell_closed(self, cell_id: CellId) -> None:
         return None
@@ -332,11 +335,21 @@ class CodeModeSession:
         )
         self._call_ids = itertools.count(1)
         self._entered = False
+        self._guest: HeldContext | None = None  # entered on asyncio: the guest run's hold
 
     # -- lifetime ------------------------------------------------------------------
 
     async def __aenter__(self) -> CodeModeSession:
-        await self._runtime.__aenter__()
+        if _asyncio_host.on_asyncio():
+            # asyncio: the runtime lives in the loop's trio guest run (_asyncio_host).
+            run = await _asyncio_host.acquire()
+            try:
+                self._guest = await run.hold(self._runtime)
+            except BaseException:
+                await _asyncio_host.release(run)
+                raise
+        else:
+            await self._runtime.__aenter__()
         self._entered = True
         return self
 
@@ -346,7 +359,15 @@ class CodeModeSession:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> bool | None:
-        return await self._runtime.__aexit__(exc_type, exc, traceback)
+        guest = self._guest
+        if guest is None:
+            return await self._runtime.__aexit__(exc_type, exc, traceback)
+        self._guest = None
+        try:
+            await guest.close()
+        finally:
+            await _asyncio_host.release(guest.run)
+        return None
 
     @property
     def runtime(self) -> SessionRuntime:
@@ -431,6 +452,7 @@ class CodeModeSession:
         if not self._entered:
             raise RuntimeError("use the session as `async with CodeModeSession(...) as cm:`")
 
+    @trio_side
     async def exec(self, source: str, *, call_id: str | None = None) -> list[OutputItem]:
         """Run ``source`` (raw JavaScript, optionally with a ``// @exec: {...}`` first
         line) and return its first result: ``Script completed``/``failed`` if it ended
@@ -469,6 +491,7 @@ class CodeModeSession:
         self._note_result(started.cell_id, event)
         return self._format(event, started_at, started.cell_id, max_tokens)
 
+    @trio_side
     async def wait(
         self,
         cell_id: str,
@@ -500,6 +523,7 @@ class CodeModeSession:
         self._note_result(cell, event)
         return self._format(event, started_at, cell_id, max_tokens)
 
+    @trio_side
     async def preempt(self, cell_id: str) -> bool:
         """Make the ``exec`` or ``wait`` that is observing ``cell_id`` return now, with
         the output so far and ``Script running with cell ID <id>``; the program keeps
@@ -509,6 +533,7 @@ class CodeModeSession:
         self._check_entered()
         return await self._runtime.preempt(CellId(cell_id))
 
+    @trio_side
     async def handle_call(
         self, name: str, arguments: Mapping[str, Any] | str, *, call_id: str | None = None
     ) -> list[OutputItem]:
@@ -540,6 +565,7 @@ class CodeModeSession:
             f"CodeModeSession serves only `{EXEC_TOOL_NAME}` and `{WAIT_TOOL_NAME}`, not `{name}`"
         )
 
+    @trio_side
     async def shutdown(self) -> None:
         """Terminate every program and refuse new ones; the ``async with`` block still
         has to be left. Idempotent."""
@@ -594,7 +620,7 @@ class CodeModeSession:
         )
         outcome = self._on_finished(CellFinished(cell_id, record.call_id, items))
         if inspect.isawaitable(outcome):
-            await outcome
+            await on_host(outcome)
 
 
 # `PythonTool` satisfies `NestedTool`; checked here so a change to either is caught.

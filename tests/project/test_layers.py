@@ -67,6 +67,7 @@ def layer_of(module: str) -> str:
         "model_tools": "model tools",
         "integrations": "tool sources",
         "_facade": "facade",
+        "_asyncio_host": "facade",
         "mcp_server": "mcp server",
         "cli": "cli",
         "__main__": "cli",
