@@ -45,7 +45,7 @@ import itertools
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 import trio
@@ -113,6 +113,10 @@ __all__ = [
     "is_error_result",
     "resolve_yield_time_ms",
 ]
+
+if TYPE_CHECKING:  # the SDKs' types of openai_tools()/anthropic_tools() (model_tools/adapters.py)
+    from anthropic.types import ToolParam as AnthropicToolParam
+    from openai.types.responses import CustomToolParam, FunctionToolParam
 
 logger = logging.getLogger("code_mode")
 
@@ -411,7 +415,7 @@ class CodeModeSession:
             input_schema=wait_parameters(),
         )
 
-    def openai_tools(self, *, grammar: bool = True) -> list[dict[str, Any]]:
+    def openai_tools(self, *, grammar: bool = True) -> list[CustomToolParam | FunctionToolParam]:
         """``[exec, wait]`` for the OpenAI Responses API ``tools`` parameter (``exec``
         a custom tool, ``wait`` a function tool)."""
         exec_tool = openai_exec_tool(
@@ -423,7 +427,7 @@ class CodeModeSession:
         )
         return [exec_tool, openai_wait_tool(**self._wait_options())]
 
-    def anthropic_tools(self) -> list[dict[str, Any]]:
+    def anthropic_tools(self) -> list[AnthropicToolParam]:
         """``[exec, wait]`` for the Anthropic Messages API ``tools`` parameter."""
         exec_tool = anthropic_exec_tool(
             self._definitions,
