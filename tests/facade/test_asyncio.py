@@ -150,26 +150,42 @@ def test_callbacks_wait_and_push_are_asyncio_code() -> None:
 
 
 def test_errors_and_cancellation_propagate() -> None:
+    called = asyncio.Event()
+    cancelled = asyncio.Event()
+
     @tool
     async def boom() -> None:
         """Fails."""
         raise ValueError("kaput")
 
+    @tool
+    async def hang() -> None:
+        """Never returns; notes its cancellation."""
+        called.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
     async def main() -> None:
-        async with CodeModeSession(tools=[boom]) as cm:
+        async with CodeModeSession(tools=[boom, hang]) as cm:
             failed = await cm.exec("await tools.boom({})")
             assert "kaput" in output(failed)
-            # Cancelling an asyncio caller cancels its call; the session goes on.
-            call = asyncio.create_task(cm.exec("await new Promise(() => {})"))
-            await asyncio.sleep(0.2)
+            # Cancelling an asyncio caller cancels its call; the program keeps running
+            # (as after a preempt) until the session ends, which cancels its tool call.
+            call = asyncio.create_task(cm.exec("await tools.hang({})"))
+            await called.wait()
             call.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await call
             assert output(await cm.exec("text(7)")).endswith("7")
+            assert not cancelled.is_set()
             raise KeyError("from the block")
 
     with pytest.raises(KeyError, match="from the block"):
         asyncio.run(main())
+    assert cancelled.is_set()  # leaving the session cancelled the asyncio tool, and waited
 
 
 def test_not_entered_is_a_clear_error() -> None:
