@@ -340,32 +340,30 @@ def openai_content(
     return parts
 
 
+def _openai_output(
+    kind: str, call_id: str, items: Sequence[OutputItem], allow_original_detail: bool
+) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "call_id": call_id,
+        "output": openai_content(items, allow_original_detail=allow_original_detail),
+    }
+
+
 def openai_exec_output(
     call_id: str, items: Sequence[OutputItem], *, allow_original_detail: bool = True
 ) -> ResponseCustomToolCallOutputParam:
     """The ``custom_tool_call_output`` input item answering an ``exec`` call."""
-    return cast(
-        "ResponseCustomToolCallOutputParam",
-        {
-            "type": "custom_tool_call_output",
-            "call_id": call_id,
-            "output": openai_content(items, allow_original_detail=allow_original_detail),
-        },
-    )
+    output = _openai_output("custom_tool_call_output", call_id, items, allow_original_detail)
+    return cast("ResponseCustomToolCallOutputParam", output)
 
 
 def openai_wait_output(
     call_id: str, items: Sequence[OutputItem], *, allow_original_detail: bool = True
 ) -> FunctionCallOutput:
     """The ``function_call_output`` input item answering a ``wait`` call."""
-    return cast(
-        "FunctionCallOutput",
-        {
-            "type": "function_call_output",
-            "call_id": call_id,
-            "output": openai_content(items, allow_original_detail=allow_original_detail),
-        },
-    )
+    output = _openai_output("function_call_output", call_id, items, allow_original_detail)
+    return cast("FunctionCallOutput", output)
 
 
 # --- Anthropic Messages API -------------------------------------------------------
