@@ -39,7 +39,16 @@ import trio
 
 from .integrations.host_loop import HOST_LOOP
 
-__all__ = ["GuestRun", "HeldContext", "acquire", "on_asyncio", "release", "trio_side"]
+__all__ = [
+    "GuestRun",
+    "HeldContext",
+    "acquire",
+    "enter",
+    "leave",
+    "on_asyncio",
+    "release",
+    "trio_side",
+]
 
 _T = TypeVar("_T")
 _P = ParamSpec("_P")
@@ -226,6 +235,25 @@ async def release(run: GuestRun) -> None:
         run._token.run_sync_soon(run._stop.set)
     await _uncancellable(run._done)
     run._done.result().unwrap()
+
+
+async def enter(context: AbstractAsyncContextManager[Any]) -> HeldContext:
+    """Enter ``context`` in the running loop's guest run (started if needed) and keep
+    it entered until :func:`leave`."""
+    run = await acquire()
+    try:
+        return await run.hold(context)
+    except BaseException:
+        await release(run)
+        raise
+
+
+async def leave(held: HeldContext) -> None:
+    """Leave what :func:`enter` entered; the last user of the guest run ends it."""
+    try:
+        await held.close()
+    finally:
+        await release(held.run)
 
 
 async def _uncancellable(future: asyncio.Future[Any]) -> None:

@@ -344,14 +344,8 @@ class CodeModeSession:
     # -- lifetime ------------------------------------------------------------------
 
     async def __aenter__(self) -> CodeModeSession:
-        if _asyncio_host.on_asyncio():
-            # asyncio: the runtime lives in the loop's trio guest run (_asyncio_host).
-            run = await _asyncio_host.acquire()
-            try:
-                self._guest = await run.hold(self._runtime)
-            except BaseException:
-                await _asyncio_host.release(run)
-                raise
+        if _asyncio_host.on_asyncio():  # the runtime lives in the loop's trio guest run
+            self._guest = await _asyncio_host.enter(self._runtime)
         else:
             await self._runtime.__aenter__()
         self._entered = True
@@ -367,10 +361,7 @@ class CodeModeSession:
         if guest is None:
             return await self._runtime.__aexit__(exc_type, exc, traceback)
         self._guest = None
-        try:
-            await guest.close()
-        finally:
-            await _asyncio_host.release(guest.run)
+        await _asyncio_host.leave(guest)
         return None
 
     @property

@@ -34,7 +34,7 @@ async def on_host(awaitable: Awaitable[_T]) -> _T:
     """Await ``awaitable`` where it was written to run: on the hosting asyncio loop as
     an asyncio task (this trio task waits for it; cancelling this task cancels it and
     waits for it to end, so it never outlives the call), or right here under trio."""
-    loop = HOST_LOOP.get()
+    loop = _host_loop()
     if loop is None:
         return await awaitable
     token = trio.lowlevel.current_trio_token()
@@ -61,4 +61,11 @@ async def on_host(awaitable: Awaitable[_T]) -> _T:
 
 def hosted_on_asyncio() -> bool:
     """Whether this trio run is a guest on an asyncio loop."""
-    return HOST_LOOP.get() is not None
+    return _host_loop() is not None
+
+
+def _host_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return HOST_LOOP.get()
+    except RuntimeError:  # no trio run at all (a tool awaited by asyncio code directly)
+        return None

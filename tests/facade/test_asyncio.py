@@ -194,3 +194,13 @@ def test_not_entered_is_a_clear_error() -> None:
             await CodeModeSession().exec("text(1)")
 
     asyncio.run(main())
+
+
+def test_a_tool_called_directly_from_asyncio_needs_no_trio() -> None:
+    @tool
+    async def double(n: int) -> int:
+        """Doubles."""
+        await asyncio.sleep(0)
+        return 2 * n
+
+    assert asyncio.run(double.call({"n": 21})) == 42
