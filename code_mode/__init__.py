@@ -1,8 +1,10 @@
 """code_mode: let an LLM agent act by writing JavaScript that calls your Python tools.
 
-A program runs as a *cell* in a fresh V8 isolate on its own thread; it calls the host's
-tools (``await tools.search({...})``), loops, filters, calls in parallel and emits only
-the output the model needs. Cells are child tasks of a session-level trio nursery.
+A program runs as a *cell* in a fresh V8 isolate, by default inside a worker process
+(``EngineConfig.isolation``: ``"process"``, or ``"thread"`` for isolates on threads of
+this process); it calls the host's tools (``await tools.search({...})``), loops,
+filters, calls in parallel and emits only the output the model needs. Cells are child
+tasks of a session-level trio nursery.
 
 The public API is what this module exports; everything under an underscore is internal.
 """
@@ -19,8 +21,8 @@ from ._errors import (
     RuntimeFailure,
     ShuttingDown,
 )
-from ._facade import CellFinished, CodeModeSession, NestedTool, Notification, is_error_result
-from ._session_runtime import PendingEvent, SessionRuntime, StartedCell
+from ._facade import CellFinished, CodeModeSession, Notification, Toolset
+from ._session_runtime import PendingEvent, SessionRuntime, StartedCell, open_session_runtime
 from ._types import (
     JSON,
     Audio,
@@ -45,6 +47,9 @@ from ._types import (
     Yielded,
 )
 from .integrations.python_tools import PythonTool, tool
+from .integrations.routing import NestedTool
+from .model_tools.formatting import is_error_result
+from .model_tools.tool_search import ToolSearch
 
 __version__ = "0.1.0"
 """This release (``pyproject.toml`` reads it from here)."""
@@ -88,8 +93,11 @@ __all__ = [
     "ToolDefinition",
     "ToolKind",
     "ToolName",
+    "ToolSearch",
+    "Toolset",
     "YieldAfter",
     "Yielded",
     "is_error_result",
+    "open_session_runtime",
     "tool",
 ]

@@ -53,6 +53,8 @@ __all__ = [
 _T = TypeVar("_T")
 _P = ParamSpec("_P")
 
+_ENDED: Final = "code mode's trio run has ended: use the session inside its `async with` block"
+
 _RUNS: Final[weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, GuestRun]] = (
     weakref.WeakKeyDictionary()
 )
@@ -125,10 +127,13 @@ class GuestRun:
 
         def spawn() -> None:
             if self._nursery is None or (self._closing and self._users == 0):
-                result.set_result(outcome.Error(RuntimeError("code mode's trio run has ended")))
+                result.set_result(outcome.Error(RuntimeError(_ENDED)))
                 return
             self._nursery.start_soon(in_trio)
 
+        if self._done.done():  # a call after the session's block: nothing runs it
+            result.set_result(outcome.Error(RuntimeError(_ENDED)))
+            return result, scope
         assert self._token is not None
         self._token.run_sync_soon(spawn)
         return result, scope

@@ -54,8 +54,9 @@ class RuntimeConfig:
     max_stored_entries: int = attrs.field(default=256, validator=positive)
     """Keys a session's stored values may hold (default 256)."""
 
-    max_stored_bytes: int = attrs.field(default=8 * MiB, validator=positive)
-    """Total serialized size of a session's stored values (default 8 MiB)."""
+    max_stored_chars: int = attrs.field(default=8 * MiB, validator=positive)
+    """Total size of a session's stored values, keys included, as JSON text in UTF-16
+    code units, as the isolate counts a string's length (default 8 Mi)."""
 
     max_outstanding_tool_calls: int = attrs.field(default=128, validator=positive)
     """Nested tool calls one cell may have in flight at once (default 128)."""
@@ -70,9 +71,9 @@ class RuntimeConfig:
     """Deepest nesting of JSON crossing the bridge (tool input, stored values; default
     128, as the reference)."""
 
-    max_message_bytes: int = attrs.field(default=16 * MiB, validator=positive)
+    max_message_chars: int = attrs.field(default=16 * MiB, validator=positive)
     """Largest single message from an isolate to the host, e.g. one tool input or one
-    text item (default 16 MiB)."""
+    text item, in UTF-16 code units (JavaScript string length; default 16 Mi)."""
 
     isolation: Literal["process", "thread"] | None = attrs.field(
         default=None, validator=attrs.validators.in_((None, "process", "thread"))
@@ -117,3 +118,12 @@ class RuntimeConfig:
     spin forever. A breach ends the cell with ``exec cell exceeded its running-time
     limit of <N> seconds (RuntimeConfig.max_cell_seconds)``; output produced until then
     is kept, stored writes are dropped."""
+
+    max_journal_chars: int = attrs.field(default=64 * MiB, validator=non_negative)
+    """Most characters a cell's journal may hold (default 64 Mi): every batch of
+    commands posted to its isolate (its source, stored values, each tool result), its
+    clock readings (24 each) and its events (8 each). With it, a cell whose worker
+    process dies while it waits is replayed on another worker instead of failing (see
+    ``docs/runtime.md``, "Cells that survive their worker"). A cell whose journal
+    passes the limit stops recording and is not replayed; ``0`` turns replay off.
+    Process isolation only: in thread isolation a fatal V8 failure ends the host."""

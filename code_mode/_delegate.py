@@ -18,8 +18,9 @@ class SessionRuntimeDelegate(Protocol):
 
     async def invoke_tool(self, call: NestedToolCall) -> JSON:
         """Run one nested tool call. The return value (JSON data) resolves the
-        program's promise; raising any ``Exception`` rejects it with an ``Error``
-        whose message is ``str(exception)``."""
+        program's promise; raising any ``Exception`` rejects it with a plain
+        string, ``str(exception)`` (not an ``Error``: ``catch (e)`` gets the text itself,
+        as the reference's runtime gives it)."""
         ...
 
     async def notify(self, call_id: str, cell_id: CellId, text: str) -> None:

@@ -14,18 +14,24 @@ State:
   the runtime's ``store`` wrote, never parsed on the host, with the JSON of the whole
   map ready for the next cell's start command (so neither a start nor a commit costs
   more than a copy of text, whatever the values hold);
-* two flags: *rejecting* (no new ``execute`` may start; set the moment a shutdown or
-  the drop begins) and *closed* (set under the lock, so an ``execute`` that queued on
-  the lock before a ``shutdown`` is still admitted: a caller that asked first is served first).
+* one :class:`_Phase`: *new*, *open*, *rejecting* (no new ``execute`` may start; from
+  the moment a shutdown begins) and *closed* (set under the lock, so an ``execute`` that
+  queued on the lock before a ``shutdown`` is still admitted: a caller that asked first
+  is served first; the drop sets it at once).
+
+The nursery is opened by :func:`open_session_runtime` (trio's advice: a background
+task is part of the API, so it is opened by an ``open_*`` context manager);
+``async with SessionRuntime(...)`` enters the same manager.
 """
 
 from __future__ import annotations
 
+import enum
 import itertools
 import json
 import logging
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
 from types import TracebackType
 from typing import Final
 
@@ -35,13 +41,24 @@ import trio
 from ._cell import Cell, CellHost, Observer, OneShot
 from ._config import RuntimeConfig
 from ._delegate import SessionRuntimeDelegate, describe_exception
-from ._engine import Engine, SessionSeat, default_engine
+from ._engine import Engine, default_engine
 from ._errors import DuplicateCell, MissingCell, ShuttingDown
 from ._types import CellEvent, CellId, Completed, ExecuteRequest, ObserveMode
+
+__all__ = ["PendingEvent", "SessionRuntime", "StartedCell", "open_session_runtime"]
 
 logger = logging.getLogger("code_mode")
 
 _CLOSING: Final = "closing"
+
+
+class _Phase(enum.Enum):
+    """Where a session runtime is in its one lifetime."""
+
+    NEW = "new"  # not entered yet
+    OPEN = "open"  # entered: cells are admitted
+    REJECTING = "rejecting"  # a shutdown began: no new execute starts
+    CLOSED = "closed"  # no admission, not even one queued on the lock before
 
 
 def _utf16_length(text: str) -> int:
@@ -119,14 +136,10 @@ class SessionRuntime:
         self._stored_units: dict[str, int] = {}  # key -> UTF-16 units of key and text
         self._stored_json = "{}"  # JSON of `_stored`, as the start command carries it
         self._ids = itertools.count(1)
-        self._rejecting = False
-        self._closed = False
-        self._alive = False
-        self._entered = False
-        self._nursery_manager: AbstractAsyncContextManager[trio.Nursery] | None = None
+        self._phase = _Phase.NEW
+        self._exit_stack: AsyncExitStack | None = None
         self._nursery: trio.Nursery | None = None
         self._host: CellHost | None = None
-        self._seat: SessionSeat | None = None
 
     @property
     def config(self) -> RuntimeConfig:
@@ -140,9 +153,27 @@ class SessionRuntime:
     # -- the session block ---------------------------------------------------------
 
     async def __aenter__(self) -> SessionRuntime:
-        if self._entered:
+        stack = AsyncExitStack()
+        await stack.enter_async_context(self._running())
+        self._exit_stack = stack
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool | None:
+        assert self._exit_stack is not None
+        return await self._exit_stack.__aexit__(exc_type, exc, traceback)
+
+    @asynccontextmanager
+    async def _running(self) -> AsyncIterator[None]:
+        """The session's lifetime: its seat on the engine, and the nursery its cells
+        run in; leaving it is the drop."""
+        if self._phase is not _Phase.NEW:
             raise RuntimeError("a SessionRuntime can only be entered once")
-        self._entered = True
+        self._phase = _Phase.REJECTING  # until the nursery is open
         if self._engine is None:
             self._engine = await default_engine(self._config.isolation or "process")
         elif not self._engine.is_running():
@@ -152,46 +183,37 @@ class SessionRuntime:
             )
         # Where this session's cells run (EngineConfig.session_placement): all on one
         # worker process, given up when the block ends.
-        self._seat = self._engine.seat_session()
-        self._nursery_manager = trio.open_nursery()
-        self._nursery = await self._nursery_manager.__aenter__()
-        self._host = CellHost(
-            nursery=self._nursery,
-            delegate=self._delegate,
-            config=self._config,
-            backend=self._seat,
-            commit_writes=self._commit_writes,
-            close_cell=self._close_cell,
-            forget_cell=self._forget_cell,
-            on_finished=self._on_finished,
-        )
-        self._alive = True
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> bool | None:
-        # The drop: close without taking the registry lock (another task may hold it),
-        # terminate every cell, and let the nursery wait for their shielded cleanup.
-        self._rejecting = True
-        self._closed = True
-        self._alive = False
-        for entry in list(self._registry.values()):
-            if isinstance(entry, Cell):
-                entry.request_shutdown()
-        assert self._nursery_manager is not None
+        seat = self._engine.seat_session()
         try:
-            return bool(await self._nursery_manager.__aexit__(exc_type, exc, traceback))
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                self._host = CellHost(
+                    nursery=nursery,
+                    delegate=self._delegate,
+                    config=self._config,
+                    backend=seat,
+                    commit_writes=self._commit_writes,
+                    close_cell=self._close_cell,
+                    forget_cell=self._forget_cell,
+                    on_finished=self._on_finished,
+                )
+                self._phase = _Phase.OPEN
+                try:
+                    yield
+                finally:
+                    # The drop: close without taking the registry lock (another task
+                    # may hold it), terminate every cell, and let the nursery wait for
+                    # their shielded cleanup.
+                    self._phase = _Phase.CLOSED
+                    for entry in list(self._registry.values()):
+                        if isinstance(entry, Cell):
+                            entry.request_shutdown()
         finally:
-            assert self._seat is not None
-            self._seat.release()
+            seat.release()
 
     def is_alive(self) -> bool:
         """True from entering the block until shutdown or exit begins; never again."""
-        return self._alive
+        return self._phase is _Phase.OPEN
 
     @property
     def cell_count(self) -> int:
@@ -219,14 +241,14 @@ class SessionRuntime:
     async def execute(self, request: ExecuteRequest, initial_mode: ObserveMode) -> StartedCell:
         """Admit and start a cell running ``request.source``; the initial observer
         (``initial_mode``) is attached before the program can produce anything."""
-        if self._rejecting or self._host is None:
+        if self._phase is not _Phase.OPEN or self._host is None:
             raise ShuttingDown()
         cell_id = CellId(str(next(self._ids)))
         stored_json = self._stored_json
         lock = self._registry_lock
         await self._acquire_registry_lock()
         try:
-            if self._closed:
+            if self._is_closed():  # since the lock was asked for: by the drop
                 raise ShuttingDown()
             if cell_id in self._registry:
                 raise DuplicateCell(cell_id)
@@ -249,6 +271,9 @@ class SessionRuntime:
             await cell.wait_started()
         cell.mark_known()
         return StartedCell(cell_id, observer=observer)
+
+    def _is_closed(self) -> bool:
+        return self._phase is _Phase.CLOSED
 
     async def _acquire_registry_lock(self) -> None:
         """``self._registry_lock.acquire()``, without the task switch ``acquire``
@@ -308,10 +333,10 @@ class SessionRuntime:
         through, every live cell is terminated, and this returns once every admitted
         cell has finished its ``cell_closed``. Idempotent; never raises for a failing
         ``cell_closed``."""
-        self._rejecting = True
-        self._alive = False
+        if self._phase is not _Phase.CLOSED:
+            self._phase = _Phase.REJECTING
         async with self._registry_lock:
-            self._closed = True
+            self._phase = _Phase.CLOSED
             cells = [entry for entry in self._registry.values() if isinstance(entry, Cell)]
         for cell in cells:
             cell.request_shutdown()
@@ -337,11 +362,11 @@ class SessionRuntime:
             count for key, count in self._stored_units.items() if key not in writes
         )
         entries = len(self._stored.keys() | writes.keys())
-        if entries > self._config.max_stored_entries or size > self._config.max_stored_bytes:
+        if entries > self._config.max_stored_entries or size > self._config.max_stored_chars:
             return (
                 "code mode session storage exceeds its limit of "
                 f"{self._config.max_stored_entries} entries or "
-                f"{self._config.max_stored_bytes} serialized bytes"
+                f"{self._config.max_stored_chars} serialized bytes"
             )
         self._stored.update(writes)
         self._stored_units.update(units)
@@ -370,3 +395,17 @@ class SessionRuntime:
         self._registry.pop(cell_id, None)
         self._publish_count()
         self._registry_lock.release()
+
+
+@asynccontextmanager
+async def open_session_runtime(
+    delegate: SessionRuntimeDelegate,
+    config: RuntimeConfig | None = None,
+    *,
+    engine: Engine | None = None,
+    on_finished: Callable[[CellId, Completed], Awaitable[None]] | None = None,
+) -> AsyncIterator[SessionRuntime]:
+    """Open a :class:`SessionRuntime` whose cells run in a nursery of this block
+    (the same as ``async with SessionRuntime(...)``; the arguments are its)."""
+    async with SessionRuntime(delegate, config, engine=engine, on_finished=on_finished) as runtime:
+        yield runtime

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Sequence
 
 import trio
@@ -102,6 +103,25 @@ def engine(isolation: str, **settings: object) -> Engine:
     return Engine(EngineConfig(isolation=isolation, **settings))  # type: ignore[arg-type]
 
 
+#: Replay off: for tests of what a worker's death does to the cells it ends (which
+#: cells, what they are told), not of the replay that otherwise saves them.
+NO_REPLAY = RuntimeConfig(max_journal_chars=0)
+
+
 def config(isolation: str, **limits: object) -> RuntimeConfig:
     """A ``RuntimeConfig`` for ``isolation`` mode with some limits overridden."""
     return RuntimeConfig(isolation=isolation, **limits)  # type: ignore[arg-type]
+
+
+def pcm16_wav(sample_rate: int, frames: int) -> bytes:
+    """Upstream's ``pcm16_wav``: a mono 16-bit PCM WAV of ``frames`` silent frames."""
+    data = frames * 2
+    return (
+        b"RIFF"
+        + struct.pack("<I", 36 + data)
+        + b"WAVEfmt "
+        + struct.pack("<IHHIIHH", 16, 1, 1, sample_rate, sample_rate * 2, 2, 16)
+        + b"data"
+        + struct.pack("<I", data)
+        + bytes(data)
+    )

@@ -1,9 +1,7 @@
-"""What a cell needs from its session (:class:`CellHost`), the phases of its life,
-and how it bounds an error text."""
+"""What a cell needs from its session (:class:`CellHost`), and how it bounds an error text."""
 
 from __future__ import annotations
 
-import enum
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -20,14 +18,6 @@ ERROR_TRUNCATED_SUFFIX = "\n[code mode error truncated]"
 
 FinishedCallback = Callable[[CellId, Completed], Awaitable[None]]
 """Where a session that pushes sends the completion of a cell it handed back."""
-
-
-class Phase(enum.Enum):
-    RUNNING = "running"
-    TERMINATING = "terminating"
-    COMPLETED = "completed"
-    CLAIMED = "claimed"
-    CLOSED = "closed"
 
 
 class CellHost:

@@ -50,6 +50,7 @@ class CellStart:
         config: RuntimeConfig,
         listener: EngineListener,
         on_started: Callable[[Isolate], None],
+        nursery: trio.Nursery | None = None,
     ) -> None:
         self._cell_id = cell_id
         self._request = request
@@ -57,6 +58,7 @@ class CellStart:
         self._config = config
         self._listener = listener
         self._on_started = on_started
+        self._nursery = nursery  # where the isolate rebuilds itself (a replay)
         self._scope = trio.CancelScope()
         self._outcome: OneShot[RuntimeFailure | None] = OneShot(lambda _: self._scope.cancel())
         self._payload: list[dict[str, str]] | None = None  # the tools, once checked
@@ -82,7 +84,7 @@ class CellStart:
         payload = self._check_request()
         if self.error is not None:
             return False
-        isolate = Isolate(self._backend, self._config)
+        isolate = Isolate(self._backend, self._config, nursery=self._nursery)
         try:
             if not isolate.take_ready():
                 return False
@@ -107,7 +109,7 @@ class CellStart:
         isolate: Isolate | None = None
         failure: RuntimeFailure | None = None
         if self.error is None:
-            isolate = Isolate(self._backend, self._config)
+            isolate = Isolate(self._backend, self._config, nursery=self._nursery)
             with self._scope:
                 try:
                     await isolate.create()

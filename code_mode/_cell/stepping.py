@@ -18,9 +18,22 @@ non-stepping ``PendingFrontier`` lists every call still outstanding instead).
 
 from __future__ import annotations
 
+import enum
 from typing import Protocol
 
-__all__ = ["FrontierHold", "ResultSink"]
+__all__ = ["Frontier", "FrontierHold", "ResultSink"]
+
+
+class Frontier(enum.Enum):
+    """Where a program stands with respect to its pending frontier."""
+
+    #: It runs, or was sent something since it was last at a frontier.
+    MOVING = "moving"
+    #: It reached a frontier before anyone observed it: the first observation that
+    #: wants a ``Pending`` gets it at once.
+    REACHED = "reached"
+    #: It is held there until the next observation (``StepToFrontier``).
+    HELD = "held"
 
 
 class ResultSink(Protocol):
@@ -36,12 +49,32 @@ class _Isolate(ResultSink, Protocol):
 
 
 class FrontierHold:
-    """Tool outcomes and timer firings held back while a cell waits at its frontier."""
+    """Tool outcomes and timer firings held back while a cell waits at its frontier,
+    and where the program stands with respect to that frontier."""
 
     def __init__(self) -> None:
-        self.held = False
+        self.frontier = Frontier.MOVING
         self._queue: list[tuple[str, str, str] | int] = []  # outcomes, or a timer id
         self._started_ids: list[str] = []
+
+    @property
+    def held(self) -> bool:
+        return self.frontier is Frontier.HELD
+
+    def hold(self) -> None:
+        """The program is at its frontier and stays there until :meth:`release`."""
+        self.frontier = Frontier.HELD
+
+    def reached(self) -> None:
+        """The program reached a frontier nobody has observed yet."""
+        if self.frontier is Frontier.MOVING:
+            self.frontier = Frontier.REACHED
+
+    def moved(self) -> None:
+        """The program was sent something (or its frontier was handed over): it is no
+        longer at the frontier it reached."""
+        if self.frontier is Frontier.REACHED:
+            self.frontier = Frontier.MOVING
 
     # ResultSink: where outcomes go while the cell is held.
     def send_tool_result(self, call_id: str, value_json: str) -> None:
@@ -66,7 +99,7 @@ class FrontierHold:
     def release(self, isolate: _Isolate | None) -> bool:
         """Stop holding: send what was held to ``isolate`` (or drop it, when there is
         none any more), in order. Whether anything was sent."""
-        self.held = False
+        self.frontier = Frontier.MOVING
         queue, self._queue = self._queue, []
         if isolate is None:
             return False

@@ -50,6 +50,14 @@ class Notify:
 
 
 @attrs.frozen
+class ClockRead:
+    """The program read the clock (``Date.now()``, ``new Date()``, ``Temporal.Now``):
+    the values, in order, for the cell's journal (see ``journal.py``)."""
+
+    values: tuple[float, ...]
+
+
+@attrs.frozen
 class YieldRequested:
     pass
 
@@ -106,6 +114,7 @@ EngineEvent: TypeAlias = (
     | BufferMemoryExceeded
     | HeapMemoryExceeded
     | Finished
+    | ClockRead
 )
 
 
@@ -172,6 +181,22 @@ def dumps(value: Any) -> str:
     return _ENCODER.encode(value)
 
 
+#: Clock readings one message may carry (the runtime sends them in batches of 1024).
+MAX_CLOCK_READINGS = 1024
+
+
+def _clock(message: dict[str, Any]) -> ClockRead:
+    values = message.get("v")
+    if not isinstance(values, list) or len(values) > MAX_CLOCK_READINGS:
+        raise ProtocolViolation(f"a 'clock' message carries at most {MAX_CLOCK_READINGS} readings")
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ProtocolViolation("a clock reading must be a number")
+        if not math.isfinite(value):
+            raise ProtocolViolation("a clock reading must be finite")
+    return ClockRead(tuple(float(value) for value in values))
+
+
 def _string(message: dict[str, Any], key: str) -> str:
     value = message.get(key)
     if not isinstance(value, str):
@@ -234,6 +259,9 @@ class MessageValidator:
         if not isinstance(message, dict):
             raise ProtocolViolation("a message must be a JSON object")
         kind = message.get("t")
+        if kind == "clock":
+            # Travels at the end of a batch, so it may follow `done`.
+            return _clock(message)
         if self._finished:
             raise ProtocolViolation(f"{kind!r} message after completion")
         if kind == "started":

@@ -25,8 +25,10 @@ _PARTS = (
     "start.js",
     "commands.js",
     "install.js",
+    "settled.js",
     "buffers.js",
     "allocations.js",
+    "clock.js",
 )
 #: Compiled on first use (``rtCompileLazy`` in ``js/buffers.js``), by the name of the
 #: function that carries each: its source travels in a comment, which V8 skips at

@@ -289,6 +289,29 @@ class ProcessPool:
             raise
         return RemoteIsolate(worker, isolate_id)
 
+    async def create_alone(
+        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
+    ) -> IsolateHandle:
+        """An isolate on a new worker process that takes no other isolate and exits
+        when this one closes (no place: nobody is seated there; beyond ``size``, as
+        it lives only as long as the one cell replayed there)."""
+        if self._closed:
+            raise IsolateUnavailable("exec runtime is not available: its engine is closed")
+        worker = WorkerProcess(self)
+        self.workers.append(worker)
+        self._nursery.start_soon(worker.run)
+        try:
+            handle = await self.create_on(
+                worker,
+                sink,
+                memory_limit_bytes=memory_limit_bytes,
+                max_message_chars=max_message_chars,
+            )
+        finally:
+            worker.retiring = True  # exits once its one isolate is closed
+            worker.retire_if_idle()
+        return handle
+
     async def aclose(self) -> None:
         """Close the warm isolates, ask every worker to exit and wait for them
         (killing any that hang)."""

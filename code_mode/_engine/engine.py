@@ -211,7 +211,7 @@ class Engine:
                     wait_timeout=self._config.worker_wait_timeout,
                     warm_isolates=self._config.warm_isolates,
                     warm_memory_limit_bytes=_DEFAULTS.memory_limit_bytes,
-                    warm_max_message_chars=_DEFAULTS.max_message_bytes,
+                    warm_max_message_chars=_DEFAULTS.max_message_chars,
                     isolates_per_worker=self._config.isolates_per_worker,
                     recycle_after=math.inf if recycle is None else recycle,
                     memory_limit=self._config.worker_memory_limit_bytes,
@@ -239,7 +239,7 @@ class Engine:
                     # What a default RuntimeConfig asks for: warm isolates are set up
                     # with it and adjusted when a session's limits differ.
                     memory_limit_bytes=_DEFAULTS.memory_limit_bytes,
-                    max_message_chars=_DEFAULTS.max_message_bytes,
+                    max_message_chars=_DEFAULTS.max_message_chars,
                 )
                 self._warm.refill()
                 backend = self._warm
@@ -269,6 +269,12 @@ class Engine:
                 await self._pool.aclose()
             await self._creator.aclose()
             await self._disposer.aclose()
+
+    @property
+    def replays_cells(self) -> bool:
+        """A cell whose worker process dies while it waits is replayed elsewhere
+        (``process`` isolation: see ``journal.py``)."""
+        return self.isolation == "process"
 
     def seat_session(self) -> SessionSeat:
         """A place on this engine for one session's isolates: create them through it,
@@ -322,6 +328,18 @@ class Engine:
             sink, memory_limit_bytes=memory_limit_bytes, max_message_chars=max_message_chars
         )
 
+    async def create_isolate_alone(
+        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
+    ) -> IsolateHandle:
+        """An isolate on a worker process of its own, started for it and ended with it:
+        where a cell suspected of killing its worker is replayed (see ``journal.py``),
+        so that if it kills this one too, it takes no other cell with it."""
+        if self._pool is None or self._closed:
+            raise IsolateUnavailable("exec runtime is not available: its engine is closed")
+        return await self._pool.create_alone(
+            sink, memory_limit_bytes=memory_limit_bytes, max_message_chars=max_message_chars
+        )
+
     def _release(self, seat: Seat) -> None:
         if self._pool is not None:
             self._pool.release(seat)
@@ -362,6 +380,12 @@ class SessionSeat:
         self._engine = engine
         self._seat = Seat()
 
+    @property
+    def replays_cells(self) -> bool:
+        """A cell whose worker process dies while it waits is replayed elsewhere
+        (``process`` isolation: see ``journal.py``)."""
+        return self._engine.isolation == "process"
+
     async def create_isolate(
         self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
     ) -> IsolateHandle:
@@ -380,6 +404,14 @@ class SessionSeat:
             memory_limit_bytes=memory_limit_bytes,
             max_message_chars=max_message_chars,
             seat=self._seat,
+        )
+
+    async def create_isolate_alone(
+        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
+    ) -> IsolateHandle:
+        """See :meth:`Engine.create_isolate_alone`."""
+        return await self._engine.create_isolate_alone(
+            sink, memory_limit_bytes=memory_limit_bytes, max_message_chars=max_message_chars
         )
 
     def release(self) -> None:

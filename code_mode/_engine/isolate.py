@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
+import random
 import re
 from typing import Any, Protocol
 
@@ -26,7 +28,15 @@ import trio
 
 from .._config import RuntimeConfig
 from ._backend import IsolateHandle, IsolateSource
-from ._bridge import EngineEvent, Finished, MessageValidator, Output, ProtocolViolation, dumps
+from ._bridge import (
+    ClockRead,
+    EngineEvent,
+    Finished,
+    MessageValidator,
+    Output,
+    ProtocolViolation,
+    dumps,
+)
 from ._module_source import module_source
 from ._native import (
     FIRST_PROGRAM_TAG,
@@ -35,8 +45,10 @@ from ._native import (
     TASK_OK,
     TASK_OOM,
     TASK_TERMINATED,
+    IsolateUnavailable,
 )
 from ._syntax_error import syntax_error_text
+from .journal import Journal
 
 #: Requests (a command batch and its probe) the isolate may have queued at once. Two,
 #: so that a tool result goes out while the probe of the batch that led to the call is
@@ -54,6 +66,12 @@ DRAIN = '[{"t":"drain"}]'
 #: queue never answers; it is then torn down without that last output.
 DRAIN_TIMEOUT = 0.05
 
+#: Times one cell may be replayed after its worker died: a program that keeps landing
+#: on dying workers is not resumed forever.
+MAX_REPLAYS = 3
+
+logger = logging.getLogger("code_mode.engine")
+
 
 @functools.lru_cache(maxsize=64)
 def _start_settings(config: RuntimeConfig) -> str:
@@ -63,7 +81,7 @@ def _start_settings(config: RuntimeConfig) -> str:
     settings = {
         "allow_remote_images": config.allow_remote_image_urls,
         "max_stored_entries": config.max_stored_entries,
-        "max_stored_bytes": config.max_stored_bytes,
+        "max_stored_bytes": config.max_stored_chars,
         "max_json_depth": config.max_json_depth,
         "memory_limit_bytes": config.memory_limit_bytes,
     }
@@ -100,9 +118,25 @@ class EngineListener(Protocol):
 class Isolate:
     """One V8 isolate running one program, seen from trio."""
 
-    def __init__(self, backend: IsolateSource, config: RuntimeConfig) -> None:
+    def __init__(
+        self,
+        backend: IsolateSource,
+        config: RuntimeConfig,
+        *,
+        nursery: trio.Nursery | None = None,
+    ) -> None:
         self._backend = backend
         self._config = config
+        # Replay (see journal.py): only where a worker process can die under a cell
+        # that lives on, and with a nursery to rebuild the isolate in.
+        self._nursery = nursery
+        replays = nursery is not None and bool(getattr(backend, "replays_cells", False))
+        self._journal = Journal(config.max_journal_chars) if replays else None
+        self._recovery: trio.CancelScope | None = None  # a replay being set up
+        self._replay_tag = -1  # the last probe of a replay's batches
+        self._replays = 0
+        self._alone = False  # replayed on a worker of its own (a suspect)
+        self._tool_kinds: dict[str, str] = {}
         self._native: IsolateHandle | None = None
         self._next_tag = FIRST_PROGRAM_TAG
         self._listener: EngineListener | None = None
@@ -129,7 +163,7 @@ class Isolate:
         self._native = await self._backend.create_isolate(
             self,
             memory_limit_bytes=self._config.memory_limit_bytes,
-            max_message_chars=self._config.max_message_bytes,
+            max_message_chars=self._config.max_message_chars,
         )
 
     def take_ready(self) -> bool:
@@ -138,7 +172,7 @@ class Isolate:
         self._native = self._backend.take_ready_isolate(
             self,
             memory_limit_bytes=self._config.memory_limit_bytes,
-            max_message_chars=self._config.max_message_bytes,
+            max_message_chars=self._config.max_message_chars,
         )
         return self._native is not None
 
@@ -179,11 +213,10 @@ class Isolate:
         (the session keeps it ready, so starting a cell never re-encodes stored values)."""
         self._listener = listener
         self._source = source
-        self._validator = MessageValidator(
-            tool_kinds={tool["ident"]: tool["kind"] for tool in tools},
-            max_json_depth=self._config.max_json_depth,
-        )
-        settings = _start_settings(self._config)
+        self._tool_kinds = {tool["ident"]: tool["kind"] for tool in tools}
+        self._validator = self._new_validator()
+        # Math.random's seed: part of the start command, so a replay draws the same.
+        settings = _start_settings(self._config) + ',"seed":' + str(random.getrandbits(32))
         # The module syntax a function body does not take (see _module_source.py);
         # every character stays where it was, so syntax errors keep their positions.
         module = module_source(source)
@@ -243,6 +276,13 @@ class Isolate:
     def _interrupt(self) -> bool:
         """Cancel every evaluation in flight and stop sending commands, once; False
         when there is nothing (left) to interrupt."""
+        if self._recovery is not None:
+            # A replay being set up: nothing runs yet, so nothing is left to interrupt.
+            self._recovery.cancel()
+            self._recovery = None
+            self._terminating = True
+            self._outbox.clear()
+            return False
         native = self._native
         if native is None or self._closed or self._terminating:
             return False
@@ -255,6 +295,9 @@ class Isolate:
         """Free the isolate (stops any JavaScript still running, joins its thread)."""
         native, self._native = self._native, None
         self._closed = True
+        if self._recovery is not None:
+            self._recovery.cancel()
+            self._recovery = None
         if native is not None:
             await native.close()
 
@@ -270,7 +313,7 @@ class Isolate:
     @property
     def idle(self) -> bool:
         """No command is queued or being processed: the program is waiting."""
-        return not self._in_flight and not self._outbox
+        return not self._in_flight and not self._outbox and self._recovery is None
 
     # -- commands ------------------------------------------------------------------
 
@@ -294,6 +337,8 @@ class Isolate:
         if self._closed or self._terminating or self._failed:
             return
         self._outbox.append(command)
+        if self._recovery is not None:
+            return  # posted behind the replay, once the new isolate is there
         if len(self._in_flight) < MAX_POSTS_IN_FLIGHT:
             self._post_outbox()
         # Otherwise the batch grows until a probe in flight ends (see _on_task):
@@ -308,6 +353,8 @@ class Isolate:
             return
         batch = _escape_lone_surrogates("[" + ",".join(self._outbox) + "]")
         self._outbox.clear()
+        if self._journal is not None:
+            self._journal.posted(batch)
         # The command's success is implied by the probe's, which the isolate runs
         # next, after draining microtasks: one report per batch instead of two.
         self._post_with_probe(batch)
@@ -324,13 +371,94 @@ class Isolate:
         return bool(self._in_flight or self._quiet_in_flight)
 
     def on_crash(self, message: str) -> None:
+        running = self.evaluating()
         self._in_flight.clear()
         self._quiet_in_flight.clear()
         if self._drained is not None:
             self._drained.set()
         if not (self._closed or self._terminating or self._failed):
+            if self._can_replay():
+                self._native = None
+                self._replay(message, alone=running)
+                return
             self._fail(message)
         self._native = None  # nothing left to cancel or close
+
+    # -- replay (see journal.py) ---------------------------------------------------
+
+    def _new_validator(self) -> MessageValidator:
+        return MessageValidator(
+            tool_kinds=self._tool_kinds, max_json_depth=self._config.max_json_depth
+        )
+
+    def _can_replay(self) -> bool:
+        """Whether a worker's death under this isolate is survived by a replay: the
+        journal holds everything, and the program was not already replayed alone (a
+        program that kills the worker it has to itself caused the death)."""
+        journal = self._journal
+        return (
+            journal is not None
+            and journal.usable
+            and bool(journal.batches)
+            and not self._alone
+            and self._replays < MAX_REPLAYS
+            and self._listener is not None
+        )
+
+    def _replay(self, message: str, *, alone: bool) -> None:
+        """Rebuild the isolate and replay the journal into it. A program that was
+        running JavaScript when its worker died may have caused the death: it is
+        replayed *alone*, on a worker process of its own, so that if it was the
+        cause, it takes no other cell with it the second time (then it fails)."""
+        assert self._nursery is not None
+        self._replays += 1
+        self._alone = alone
+        self._recovery = trio.CancelScope()
+        self._nursery.start_soon(self._recover, message, self._recovery)
+
+    async def _recover(self, message: str, scope: trio.CancelScope) -> None:
+        """A new isolate, fed the journal's batches (see journal.py)."""
+        journal = self._journal
+        assert journal is not None
+        native = None
+        with scope:
+            create = self._backend.create_isolate
+            if self._alone:
+                create = getattr(self._backend, "create_isolate_alone", create)
+            try:
+                native = await create(
+                    self,
+                    memory_limit_bytes=self._config.memory_limit_bytes,
+                    max_message_chars=self._config.max_message_chars,
+                )
+            except IsolateUnavailable as error:
+                self._recovery = None
+                self._fail(f"{message}; it could not be resumed on another worker: {error}")
+                return
+        if native is None or scope.cancelled_caught or self._recovery is not scope:
+            if native is not None:
+                await native.close()
+            return
+        self._recovery = None
+        self._native = native
+        self._validator = self._new_validator()
+        journal.begin_replay()
+        clock = journal.clock_readings
+        if clock:
+            self._post_with_probe('[{"t":"replay","clock":' + dumps(clock) + "}]")
+        for batch in journal.batches:
+            self._post_with_probe(batch)
+        self._replay_tag = self._next_tag - 1
+        logger.warning(
+            "exec cell resumed on %s worker process (replay %d of %d, %d batches, "
+            "%d events) after: %s",
+            "a new, unshared" if self._alone else "another",
+            self._replays,
+            MAX_REPLAYS,
+            len(journal.batches),
+            journal.events,
+            message,
+        )
 
     def _on_batch(self, text: str | None) -> None:
         if self._closed or self._listener is None:
@@ -341,7 +469,7 @@ class Isolate:
         if text is None:
             self._fail(
                 "exec cell sent a message larger than the limit of "
-                f"{self._config.max_message_bytes} characters (RuntimeConfig.max_message_bytes)"
+                f"{self._config.max_message_chars} characters (RuntimeConfig.max_message_chars)"
             )
             return
         violation: ProtocolViolation | None = None
@@ -354,11 +482,28 @@ class Isolate:
             # valid one must not run).
             violation = error
             events = [event for event in error.events_before if isinstance(event, Output)]
+        journal = self._journal
         for event in events:
             if self._closed:
                 return
+            if isinstance(event, ClockRead):
+                if journal is not None:
+                    journal.clock(event.values)
+                continue
             if self._failed and not isinstance(event, Output):
                 continue
+            if journal is not None:
+                replayed = journal.replayed(event)
+                if replayed:
+                    continue  # acted on before the worker died
+                if replayed is False:
+                    self._fail(
+                        "exec cell could not be resumed after its worker process died: "
+                        "run again, it did not do what it did the first time (a program "
+                        "whose behaviour depends on garbage collection, WeakRef or "
+                        "FinalizationRegistry cannot be replayed)"
+                    )
+                    return
             self._listener.on_engine_event(event)
         if violation is not None and not self._closed:
             self._fail(f"exec runtime sent an invalid message: {violation}")
@@ -400,9 +545,11 @@ class Isolate:
             self._fail("exec runtime ended unexpectedly")
             return
         assert outcome == TASK_OK
+        if tag == self._replay_tag:
+            self._replay_tag = -1  # every batch of the replay has run
         if self._outbox and len(self._in_flight) < MAX_POSTS_IN_FLIGHT:
             self._post_outbox()
-        elif self.idle and self._listener is not None:
+        elif self.idle and self._replay_tag < 0 and self._listener is not None:
             self._listener.on_engine_idle()
 
     def _fail(self, message: str) -> None:

@@ -16,8 +16,8 @@ from typing import Any
 
 import trio
 
-from .._facade import NestedTool
 from ..integrations.mcp import McpConfigError, connect_mcp_servers, load_mcp_config
+from ..integrations.routing import NestedTool
 from ..mcp_server import CodeModeMcpServer, ServerLimits
 from .exit_status import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, is_interrupt
 from .tool_specs import load_tools

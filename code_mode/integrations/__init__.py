@@ -1,29 +1,28 @@
 """Ways to bring tools into code mode.
 
 * :mod:`.python_tools` -- ``@tool``: a type-hinted Python function as a nested tool,
-  with JSON Schemas generated from its hints and input validated before it runs.
+  with JSON Schemas generated from its hints and input validated before it runs
+  (``tool`` and ``PythonTool`` are exported by :mod:`code_mode`; the schema helpers
+  and errors here);
+* :mod:`.mcp` -- the tools of MCP servers.
 """
 
 from .python_tools import (
     JSONValidationError,
-    PythonTool,
     ToolArgumentsError,
     ToolResultError,
     input_schema_for,
     schema_for_type,
     to_json,
-    tool,
     validate_json,
 )
 
 __all__ = [
     "JSONValidationError",
-    "PythonTool",
     "ToolArgumentsError",
     "ToolResultError",
     "input_schema_for",
     "schema_for_type",
     "to_json",
-    "tool",
     "validate_json",
 ]

@@ -7,12 +7,14 @@ a host can use them with any runtime wiring and test them without V8.
 * :mod:`.typescript` -- JSON Schema -> TypeScript declarations, MCP result detection,
   JavaScript identifiers of tools;
 * :mod:`.pragma` -- the ``// @exec: {...}`` first line of an ``exec`` input;
-* :mod:`.formatting` -- cell events -> result content items;
+* :mod:`.formatting` -- cell events -> result content items (``is_error_result`` is
+  exported by :mod:`code_mode`);
 * :mod:`.truncation` -- cutting output to its token budget (:mod:`.audio_tokens`: audio's cost);
 * :mod:`.descriptions` -- the generated ``exec``/``wait`` descriptions;
 * :mod:`.adapters` -- tool definitions and results in OpenAI, Anthropic and MCP shapes.
 """
 
+from .._tool_names import normalize_identifier
 from .adapters import (
     EXEC_TOOL_NAME,
     WAIT_TOOL_NAME,
@@ -47,7 +49,6 @@ from .formatting import (
     PUSH_RUNNING_NOTE,
     estimate_tokens,
     format_result,
-    is_error_result,
     push_preamble,
     result_status,
     result_succeeded,
@@ -62,11 +63,7 @@ from .pragma import (
     PragmaError,
     parse_exec_input,
 )
-from .typescript import (
-    normalize_identifier,
-    render_schema,
-    tool_declaration,
-)
+from .typescript import render_schema, tool_declaration
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_TOKENS",
@@ -92,7 +89,6 @@ __all__ = [
     "exec_source_from_arguments",
     "exec_source_from_call",
     "format_result",
-    "is_error_result",
     "is_mcp_call_tool_result",
     "mcp_call_tool_result",
     "mcp_content",

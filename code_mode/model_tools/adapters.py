@@ -386,6 +386,8 @@ def _json_exec_tool(
             deferred=deferred,
             code_argument=EXEC_CODE_ARGUMENT,
             push=push,
+            # Neither API carries an image's detail level: no `detail` in the text.
+            image_detail=False,
         ),
         schema_key: exec_json_parameters(),
     }

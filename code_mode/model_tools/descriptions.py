@@ -5,14 +5,16 @@ which globals it has, and one TypeScript declaration per nested tool. It is gene
 from the enabled tools so it can never disagree with what a program actually sees, and
 composed as the reference composes it (openai/codex
 ``codex-rs/code-mode-protocol/src/description.rs``, ``build_exec_tool_description``,
-commit 4f39251a010a), from the texts of :mod:`.guide_texts`. Its parts, joined by a
-blank line:
+commits 4f39251a010a and ca44e7e9ac60), from the texts of :mod:`.guide_texts`. Its
+parts, joined by a blank line:
 
 1. the guide: the reference's template (how a program runs, the pragma, every helper),
    then this package's extra helpers;
-2. in deferred mode, the reference's note on finding tools in ``ALL_TOOLS``;
+2. the reference's note on finding tools in ``ALL_TOOLS`` (always: the text stays the
+   same as the tool set changes), plus its tool-search paragraph in deferred mode when
+   ``tools.tool_search`` is among the tools;
 3. ``Shared MCP Types:`` with the MCP result types, once, when any tool returns an MCP
-   ``CallToolResult``;
+   ``CallToolResult`` (or always, with ``code_mode_only=True``);
 4. unless deferred, the tool reference: for each tool, in the order given, an optional
    ``## <namespace>`` heading when the namespace changes, then ``### `<identifier>` ``
    (plus `` (`<raw name>`)`` when the two differ), the tool's description and its
@@ -27,11 +29,12 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from .._types import ToolDefinition
+from .._tool_names import normalize_identifier
+from .._types import ToolDefinition, ToolKind
 from . import guide_texts
 from .mcp_results import MCP_TYPES_PREAMBLE, is_mcp_call_tool_result
 from .pragma import DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_YIELD_TIME_MS
-from .typescript import normalize_identifier, tool_declaration
+from .typescript import tool_declaration
 
 __all__ = [
     "NamespaceDescription",
@@ -143,6 +146,8 @@ def exec_description(
     deferred: bool = False,
     code_argument: str | None = None,
     push: bool = False,
+    image_detail: bool = True,
+    code_mode_only: bool = False,
 ) -> str:
     """The description of the ``exec`` tool for the given nested tools.
 
@@ -155,7 +160,8 @@ def exec_description(
     and the input line is worded for that. ``push=True`` is for hosts that give the
     model a program's result when it finishes (``CodeModeSession(on_finished=...)``):
     a line after the reference's ``yield_time_ms`` one says so, so the model need not
-    poll with ``wait``.
+    poll with ``wait``. ``image_detail`` and ``code_mode_only``: see
+    :func:`exec_sections`.
     """
     return "\n\n".join(
         exec_sections(
@@ -164,6 +170,8 @@ def exec_description(
             deferred=deferred,
             code_argument=code_argument,
             push=push,
+            image_detail=image_detail,
+            code_mode_only=code_mode_only,
         )
     )
 
@@ -176,14 +184,23 @@ def exec_sections(
     code_argument: str | None = None,
     push: bool = False,
     extra_helpers: Sequence[str] = (),
+    image_detail: bool = True,
+    code_mode_only: bool = False,
 ) -> list[str]:
     """The parts of :func:`exec_description`, in order, for a host that inserts its
     own (join them with a blank line). ``extra_helpers`` are more helper lines
-    (``- `name(...)`: ...``), put after this package's."""
-    parts = [_guide(code_argument, push, extra_helpers)]
-    if deferred:
-        parts.append("\n".join(guide_texts.DEFERRED_GUIDANCE))
-    if any(is_mcp_call_tool_result(tool.output_schema) for tool in tools):
+    (``- `name(...)`: ...``), put after this package's. ``image_detail=False`` is for
+    APIs whose images have no detail level (MCP, Anthropic): the ``image`` line is the
+    reference's one without it. ``code_mode_only=True`` emits ``Shared MCP Types:``
+    whatever the tools return, as the reference does in its code-mode-only mode, so the
+    text stays the same when a tool's output schema changes (by default the block comes
+    only when a tool returns an MCP ``CallToolResult``)."""
+    parts = [_guide(tools, code_argument, push, extra_helpers, image_detail)]
+    guidance = "\n".join(guide_texts.DEFERRED_GUIDANCE)
+    if deferred and any(_is_tool_search(tool) for tool in tools):
+        guidance += "\n\n" + guide_texts.TOOL_SEARCH_GUIDANCE
+    parts.append(guidance)
+    if code_mode_only or any(is_mcp_call_tool_result(tool.output_schema) for tool in tools):
         parts.append(f"Shared MCP Types:\n```ts\n{MCP_TYPES_PREAMBLE}\n```")
     if not deferred and tools:
         parts.append(tool_reference(tools, namespace_descriptions))
@@ -216,13 +233,42 @@ def _defaults(text: str) -> str:
     )
 
 
-def _guide(code_argument: str | None, push: bool, extra_helpers: Sequence[str]) -> str:
+def _is_tool_search(tool: ToolDefinition) -> bool:
+    """Whether ``tool`` is the search tool (``tools.tool_search``), whose presence
+    makes discovery ranked, as the reference's ``DeferredToolDiscovery::RankedSearch``."""
+    return tool.name == "tool_search" and tool.description == guide_texts.TOOL_SEARCH_GUIDANCE
+
+
+def _guide(
+    tools: Sequence[ToolDefinition],
+    code_argument: str | None,
+    push: bool,
+    extra_helpers: Sequence[str],
+    image_detail: bool,
+) -> str:
     intro: list[str] = []
     for line in guide_texts.INTRO:
-        intro.append(
-            guide_texts.input_line(code_argument) if line == guide_texts.RAW_INPUT else line
-        )
+        if line == guide_texts.RAW_INPUT:
+            line = guide_texts.input_line(code_argument)
+        elif line == guide_texts.TOOLS_LINE:
+            line = guide_texts.tools_line(
+                [
+                    (normalize_identifier(tool.name), tool.name)
+                    for tool in tools
+                    if not _is_tool_search(tool)
+                ]
+            )
+        elif line == guide_texts.INPUT_KIND_LINE:
+            kinds = {tool.kind for tool in tools}
+            line = guide_texts.input_kind_line(
+                ToolKind.FUNCTION in kinds or not kinds, ToolKind.FREEFORM in kinds
+            )
+        intro.append(line)
         if push and line.startswith("- `yield_time_ms`"):
             intro.append(guide_texts.EXEC_PUSH)
-    helpers = [*guide_texts.HELPERS, *guide_texts.EXTRA_HELPERS, *extra_helpers]
+    image = guide_texts.IMAGE_HELPER_DETAIL if image_detail else guide_texts.IMAGE_HELPER_PLAIN
+    helpers = [
+        image if line == guide_texts.IMAGE_HELPER else line
+        for line in (*guide_texts.HELPERS, *guide_texts.EXTRA_HELPERS, *extra_helpers)
+    ]
     return _defaults("\n".join(intro)) + "\n\n" + "\n".join(helpers)

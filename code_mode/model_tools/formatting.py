@@ -115,10 +115,20 @@ def is_error_result(items: Sequence[OutputItem]) -> bool:
     return bool(items) and isinstance(items[0], Text) and items[0].text.startswith(FAILED + "\n")
 
 
-def result_header(status: str, wall_time: float) -> str:
+def result_header(status: str, wall_time: float, code_mode_time: float | None = None) -> str:
     """The header text item: ``<status>\\nWall time <s.s> seconds\\nOutput:\\n``, with the
-    wall time in seconds to one decimal (the model uses it to pick ``yield_time_ms``)."""
-    return f"{status}\nWall time {wall_time:.1f} seconds\nOutput:\n"
+    wall time in seconds to one decimal (the model uses it to pick ``yield_time_ms``).
+
+    With ``code_mode_time`` (the seconds the session runtime spent on the call), the
+    reference's timing line instead (openai/codex #46288): ``Wall time 1.250 seconds
+    (code-mode 0.750 seconds; overhead 0.500 seconds)``, three decimals, the overhead
+    being the difference (negative when rounding makes it so)."""
+    if code_mode_time is None:
+        return f"{status}\nWall time {wall_time:.1f} seconds\nOutput:\n"
+    return (
+        f"{status}\nWall time {wall_time:.3f} seconds (code-mode {code_mode_time:.3f} "
+        f"seconds; overhead {wall_time - code_mode_time:.3f} seconds)\nOutput:\n"
+    )
 
 
 def format_result(
@@ -128,8 +138,10 @@ def format_result(
     cell_id: str,
     max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
     push: bool = False,
+    code_mode_time: float | None = None,
 ) -> list[OutputItem]:
     """Format an ``exec`` or ``wait`` result as the content items to give the model.
+    (``code_mode_time``: see :func:`result_header`.)
 
     ``result`` is the cell event, or an error text for a call that reached no cell
     (``wait`` on an unknown or finished cell: pass ``str(MissingCell(...))``, i.e.
@@ -158,7 +170,7 @@ def format_result(
     cell_id = well_formed(cell_id)
     if error_text is not None:
         items.append(Text(f"Script error:\n{error_text}"))
-    header = Text(result_header(result_status(result, cell_id), wall_time))
+    header = Text(result_header(result_status(result, cell_id), wall_time, code_mode_time))
     formatted = [header, *truncate_output(items, max_output_tokens)]
     if push and isinstance(result, Yielded | Pending):
         formatted.append(Text(PUSH_RUNNING_NOTE))

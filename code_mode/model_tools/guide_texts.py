@@ -27,12 +27,17 @@ __all__ = [
     "EXTRA_HELPERS",
     "HELPERS",
     "IDLE_FLOOR",
+    "IMAGE_HELPER_DETAIL",
+    "IMAGE_HELPER_PLAIN",
     "INTRO",
+    "TOOL_SEARCH_GUIDANCE",
     "WAIT",
     "WAIT_PUSH",
     "YIELD_AGAIN",
     "YIELD_AGAIN_PUSH",
+    "input_kind_line",
     "input_line",
+    "tools_line",
 ]
 
 RAW_INPUT: Final = (
@@ -43,14 +48,21 @@ JSON_INPUT: Final = (
     "source, not markdown code fences."
 )
 
+TOOLS_LINE: Final = "{tools_line}"
+"""Placeholder for :func:`tools_line`: the reference's line with this host's tools as
+its examples."""
+INPUT_KIND_LINE: Final = "{input_kind_line}"
+"""Placeholder for :func:`input_kind_line`."""
+IMAGE_HELPER: Final = "{image_helper}"
+"""Placeholder for :data:`IMAGE_HELPER_DETAIL` or :data:`IMAGE_HELPER_PLAIN`."""
+
 INTRO: Final = (
     "Run JavaScript code to orchestrate/compose tool calls",
     "- Evaluates the provided JavaScript code in a fresh V8 isolate as an async module.",
-    "- All nested tools are available on the global `tools` object, for example `await "
-    "tools.exec_command(...)`. Tool names are exposed as normalized JavaScript identifiers, "
-    "for example `await tools.mcp__ologs__get_profile(...)`.",
-    "- Nested tool methods take either a string or an object as their input argument.",
-    "- Nested tools return either an object or a string, based on the description.",
+    TOOLS_LINE,
+    INPUT_KIND_LINE,
+    "- Nested tools return JSON data (an object, a string, a number, ...), based on the "
+    "description.",
     "- Runs raw JavaScript -- no Node, no file system, no network access.",
     RAW_INPUT,
     "- You may optionally start the tool input with a first-line pragma like `// @exec: "
@@ -71,13 +83,7 @@ HELPERS: Final = (
     "from the top level).",
     "- `text(value: string | number | boolean | undefined | null)`: Appends a text item. "
     "Non-string values are stringified with `JSON.stringify(...)` when possible.",
-    '- `image(imageUrlOrItem: string | { image_url: string; detail?: "auto" | "low" | '
-    '"high" | "original" | null } | ImageContent, detail?: "auto" | "low" | "high" | '
-    '"original" | null)`: Appends an image item. `image_url` should be a base64-encoded '
-    "`data:` URL. To forward an MCP tool image, pass an individual `ImageContent` block "
-    "from `result.content`, for example `image(result.content[0])`. MCP image blocks may "
-    'request detail with `_meta: { "codex/imageDetail": "original" }`. When provided, the '
-    "second `detail` argument overrides any detail embedded in the first argument.",
+    IMAGE_HELPER,
     "- `audio(audioUrlOrItem: string | { audio_url: string } | AudioContent)`: Appends an "
     "audio item. `audio_url` should be a base64-encoded `data:` URL. To forward an MCP tool "
     "audio block, pass an individual `AudioContent` block from `result.content`, for "
@@ -88,9 +94,9 @@ HELPERS: Final = (
     "later `exec` calls in the same session.",
     "- `load(key: string)`: returns the stored value for a string key, or `undefined` if it "
     "is missing.",
-    "- `notify(value: string | number | boolean | undefined | null)`: immediately injects "
-    "an extra `custom_tool_call_output` for the current `exec` call. Values are stringified "
-    "like `text(...)`.",
+    "- `notify(value: string | number | boolean | undefined | null)`: immediately sends "
+    "the host a notification for the current `exec` call. Values are stringified like "
+    "`text(...)`.",
     "- `setTimeout(callback: () => void, delayMs?: number)`: schedules a callback to run "
     "later and returns a timeout id. Pending timeouts do not keep `exec` alive by "
     "themselves; await an explicit promise if you need to wait for one.",
@@ -115,7 +121,82 @@ DEFERRED_GUIDANCE: Final = (
     "Some deferred nested tools may be omitted from this description. They are still "
     "available on the global `tools` object and listed in `ALL_TOOLS`.",
     "To find one, filter `ALL_TOOLS` by `name` and `description`.",
+    "",
+    "Tool availability can change between calls.",
 )
+"""The reference's ``DEFERRED_NESTED_TOOLS_GUIDANCE`` (ca44e7e9ac60): in every ``exec``
+description, so the text stays the same as the tool set changes."""
+
+TOOL_SEARCH_GUIDANCE: Final = (
+    'Use `await tools.tool_search({query: "...", limit: 8})` for BM25-ranked discovery of '
+    "deferred tools (up to `limit` matches; 8 by default). It returns `{tools: [{name, "
+    "description}]}` with callable names and full TypeScript declarations. Print results "
+    "with `text()` and inspect unfamiliar declarations before calling "
+    "`tools[result.name](arguments)` in a later execution."
+)
+"""The reference's ``TOOL_SEARCH_GUIDANCE``, word for word: the search tool's own
+description, and in deferred mode a paragraph after :data:`DEFERRED_GUIDANCE`."""
+
+IMAGE_HELPER_DETAIL: Final = (
+    '- `image(imageUrlOrItem: string | { image_url: string; detail?: "auto" | "low" | '
+    '"high" | "original" | null } | ImageContent, detail?: "auto" | "low" | "high" | '
+    '"original" | null)`: Appends an image item. `image_url` should be a base64-encoded '
+    "`data:` URL. To forward an MCP tool image, pass an individual `ImageContent` block "
+    "from `result.content`, for example `image(result.content[0])`. MCP image blocks may "
+    'request detail with `_meta: { "codex/imageDetail": "original" }`. When provided, the '
+    "second `detail` argument overrides any detail embedded in the first argument."
+)
+"""The reference's ``LEGACY_IMAGE_HELPER_DESCRIPTION``: for an API whose images carry
+a detail level (OpenAI Responses)."""
+
+IMAGE_HELPER_PLAIN: Final = (
+    "- `image(imageUrlOrItem: string | { image_url: string } | ImageContent)`: Appends an "
+    "image item. `image_url` should be a base64-encoded `data:` URL. To forward an MCP tool "
+    "image, pass an individual `ImageContent` block from `result.content`, for example "
+    "`image(result.content[0])`."
+)
+"""The reference's ``UNIFIED_IMAGE_HELPER_DESCRIPTION``: for an API whose images have no
+detail level (MCP, Anthropic), where the detail would be dropped."""
+
+
+def tools_line(identifiers: list[tuple[str, str]]) -> str:
+    """The reference's line on ``tools`` with examples from this host's tools
+    (``(identifier, raw name)`` pairs in order): the first tool, then one whose name
+    was normalised (else a namespaced one). Without such a tool the example is left
+    out, and the normalisation rule is said instead: no example names a tool the host
+    lacks."""
+    line = "- All nested tools are available on the global `tools` object"
+    if identifiers:
+        line += f", for example `await tools.{identifiers[0][0]}(...)`."
+    else:
+        line += "."
+    normalized = [ident for ident, raw in identifiers if ident != raw]
+    namespaced = [ident for ident, raw in identifiers if "__" in raw]
+    examples = normalized or namespaced
+    if examples:
+        return (
+            line + " Tool names are exposed as normalized JavaScript identifiers, for "
+            f"example `await tools.{examples[0]}(...)`."
+        )
+    return (
+        line + " Tool names are exposed as normalized JavaScript identifiers (a character "
+        "other than a letter, a digit, `_` or `$` becomes `_`)."
+    )
+
+
+def input_kind_line(has_function: bool, has_freeform: bool) -> str:
+    """The reference's "take either a string or an object", made true: function tools
+    take an object, freeform tools a string."""
+    if has_function and has_freeform:
+        return (
+            "- Nested tool methods take either a string or an object as their input "
+            "argument: a string for tools declared `(input: string)`, an object for the "
+            "others."
+        )
+    if has_freeform:
+        return "- Nested tool methods take a string as their input argument."
+    return "- Nested tool methods take an object as their input argument."
+
 
 WAIT: Final = (
     "- Use `wait` only after `exec` returns `Script running with cell ID ...`.",

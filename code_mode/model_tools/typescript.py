@@ -35,7 +35,7 @@ import json
 import urllib.parse
 from typing import Any, Final
 
-from .._tool_names import normalize_identifier as _engine_identifier
+from .._tool_names import normalize_identifier
 from .._types import JSON, ToolDefinition, ToolKind
 from .mcp_results import mcp_structured_content_schema
 
@@ -45,7 +45,6 @@ __all__ = [
     "MAX_RENDERED_BYTES",
     "MAX_RENDER_WORK_BYTES",
     "MAX_TOTAL_REF_EXPANSIONS",
-    "normalize_identifier",
     "render_input_type",
     "render_output_type",
     "render_schema",
@@ -81,19 +80,6 @@ _SCHEMA_KEYWORDS: Final = (
     "const", "enum", "anyOf", "oneOf", "allOf", "type", "properties",
     "additionalProperties", "required", "items", "prefixItems",
 )  # fmt: skip
-
-
-def normalize_identifier(name: str) -> str:
-    """Return the JavaScript identifier under which a tool appears on ``tools``.
-
-    Every character that is not ``_``, ``$``, an ASCII letter or (except in first
-    position) an ASCII digit becomes ``_``; an empty name becomes ``_``. The mapping is
-    deliberately simple and lossy so that a model can predict it from the raw name:
-    ``hidden-dynamic-tool`` -> ``hidden_dynamic_tool``, ``1abc`` -> ``_abc``. This
-    delegates to the rule the engine uses to build ``tools``, so the description and
-    the program can never disagree.
-    """
-    return _engine_identifier(name)
 
 
 def render_schema(schema: JSON, *, root: JSON | None = None) -> str:

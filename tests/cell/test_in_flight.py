@@ -1,5 +1,5 @@
 """The tool calls of a cell run in one nursery and cancel scope held by a runner task
-(``_callbacks.py``): started with the first call, shared by the later ones, ended with
+(``_cell/in_flight.py``): started with the first call, shared by the later ones, ended with
 the cell, and every call still reaches the delegate (cancelled or not) and sends its
 outcome. Driven directly, with a stand-in for the isolate."""
 

@@ -173,7 +173,7 @@ async def test_pending_mode_freezes_runtime_commands_until_resume(
         mock_clock.jump(6)  # outside the hang guard, whose deadline it would pass
         await trio.testing.wait_all_tasks_blocked()
         cell = cell_of(runtime, started.cell_id)
-        assert cell._hold._queue == [1] and cell._buffer == []
+        assert cell._hold._queue == [1] and cell._output.items == []
         with trio.fail_after(SAFETY):
             assert await runtime.observe(started.cell_id, StepToFrontier()) == Pending(
                 [Text("after")], []

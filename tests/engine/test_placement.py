@@ -32,7 +32,7 @@ from code_mode import (
 from code_mode._engine._worker_death import ALONE, COLLATERAL, death_notices
 from code_mode._engine.engine import Engine
 
-from ..helpers import SAFETY, GateDelegate, engine, request
+from ..helpers import NO_REPLAY, SAFETY, GateDelegate, engine, request
 
 WORKER_DIED = "exec runtime ended unexpectedly: the JavaScript worker process died"
 KILLED = f"{WORKER_DIED} (killed by SIGKILL)"
@@ -72,7 +72,8 @@ async def test_a_sessions_cells_stay_on_its_worker_and_sessions_spread_over_work
         contextlib.AsyncExitStack() as stack,
     ):
         runtimes = [
-            await stack.enter_async_context(SessionRuntime(d, engine=eng)) for d in delegates
+            await stack.enter_async_context(SessionRuntime(d, NO_REPLAY, engine=eng))
+            for d in delegates
         ]
         cells = []
         for runtime, delegate in zip(runtimes, delegates, strict=True):
@@ -109,20 +110,23 @@ async def test_a_new_session_goes_to_the_worker_with_the_fewest_sessions() -> No
         contextlib.AsyncExitStack() as stack,
     ):
         runtimes = [
-            await stack.enter_async_context(SessionRuntime(d, engine=eng)) for d in delegates[1:4]
+            await stack.enter_async_context(SessionRuntime(d, NO_REPLAY, engine=eng))
+            for d in delegates[1:4]
         ]
         for runtime, delegate in zip(runtimes, delegates[1:4], strict=True):
             await blocked_cell(runtime, delegate)
         # An idle session counts as much as a busy one: its cell ends, the session
         # stays where it is.
         await runtimes[0].terminate("1")
-        async with SessionRuntime(delegates[0], engine=eng) as leaving:
+        async with SessionRuntime(delegates[0], NO_REPLAY, engine=eng) as leaving:
             await blocked_cell(leaving, delegates[0])
             first = [pid_of(runtime) for runtime in [*runtimes, leaving]]
             assert sorted(first.count(pid) for pid in set(first)) == [2, 2]
             left = pid_of(leaving)
         # That session is over: its worker has one session fewer.
-        newcomer = await stack.enter_async_context(SessionRuntime(delegates[4], engine=eng))
+        newcomer = await stack.enter_async_context(
+            SessionRuntime(delegates[4], NO_REPLAY, engine=eng)
+        )
         await blocked_cell(newcomer, delegates[4])
         assert pid_of(newcomer) == left
         assert pid_of(runtimes[0]) == first[0]
@@ -131,7 +135,7 @@ async def test_a_new_session_goes_to_the_worker_with_the_fewest_sessions() -> No
 async def test_a_session_whose_worker_is_recycled_moves_on() -> None:
     async with (
         engine("process", worker_processes=1, warm_isolates=0, recycle_after_cells=2) as eng,
-        SessionRuntime(GateDelegate(), engine=eng) as runtime,
+        SessionRuntime(GateDelegate(), NO_REPLAY, engine=eng) as runtime,
     ):
         seen = []
         for n in range(4):
@@ -152,9 +156,9 @@ async def test_the_running_program_is_told_apart_from_the_waiting_ones() -> None
     waiting, spinning, other = GateDelegate(), GateDelegate(), GateDelegate()
     async with (
         engine("process", worker_processes=1, warm_isolates=0) as eng,
-        SessionRuntime(waiting, engine=eng) as a,
-        SessionRuntime(spinning, engine=eng) as b,
-        SessionRuntime(other, engine=eng) as c,
+        SessionRuntime(waiting, NO_REPLAY, engine=eng) as a,
+        SessionRuntime(spinning, NO_REPLAY, engine=eng) as b,
+        SessionRuntime(other, NO_REPLAY, engine=eng) as c,
     ):
         # Round 1: one program spins while another waits on the same worker.
         parked = await blocked_cell(a, waiting)
@@ -217,7 +221,8 @@ async def test_exclusive_placement_gives_each_busy_session_a_worker_of_its_own()
         contextlib.AsyncExitStack() as stack,
     ):
         one, two, three = [
-            await stack.enter_async_context(SessionRuntime(d, engine=eng)) for d in delegates
+            await stack.enter_async_context(SessionRuntime(d, NO_REPLAY, engine=eng))
+            for d in delegates
         ]
         first = [await blocked_cell(one, delegates[0]) for _ in range(2)]  # both on its worker
         await blocked_cell(two, delegates[1])
@@ -258,8 +263,8 @@ async def test_an_exclusive_wait_for_a_worker_is_bounded() -> None:
         engine(
             "process", worker_processes=1, session_placement="exclusive", worker_wait_timeout=0.2
         ) as eng,
-        SessionRuntime(busy, engine=eng) as holder,
-        SessionRuntime(GateDelegate(), engine=eng) as latecomer,
+        SessionRuntime(busy, NO_REPLAY, engine=eng) as holder,
+        SessionRuntime(GateDelegate(), NO_REPLAY, engine=eng) as latecomer,
     ):
         held = await blocked_cell(holder, busy)
         with trio.fail_after(SAFETY):
@@ -274,9 +279,9 @@ async def test_a_waiting_cell_that_is_cancelled_leaves_the_queue() -> None:
     busy = GateDelegate()
     async with (
         engine("process", worker_processes=1, session_placement="exclusive") as eng,
-        SessionRuntime(busy, engine=eng) as holder,
-        SessionRuntime(GateDelegate(), engine=eng) as quitter,
-        SessionRuntime(GateDelegate(), engine=eng) as patient,
+        SessionRuntime(busy, NO_REPLAY, engine=eng) as holder,
+        SessionRuntime(GateDelegate(), NO_REPLAY, engine=eng) as quitter,
+        SessionRuntime(GateDelegate(), NO_REPLAY, engine=eng) as patient,
     ):
         held = await blocked_cell(holder, busy)
         with trio.move_on_after(0.1) as gave_up:

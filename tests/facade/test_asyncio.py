@@ -204,3 +204,13 @@ def test_a_tool_called_directly_from_asyncio_needs_no_trio() -> None:
         return 2 * n
 
     assert asyncio.run(double.call({"n": 21})) == 42
+
+
+def test_a_call_after_the_block_is_a_clear_error() -> None:
+    async def main() -> None:
+        async with CodeModeSession() as cm:
+            pass
+        with pytest.raises(RuntimeError, match="inside its `async with` block"):
+            await cm.exec("text(1)")
+
+    asyncio.run(main())

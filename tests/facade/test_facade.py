@@ -17,9 +17,10 @@ from code_mode import (
     RuntimeConfig,
     Text,
     ToolKind,
+    is_error_result,
     tool,
 )
-from code_mode._facade import is_error_result, resolve_yield_time_ms
+from code_mode._facade import resolve_yield_time_ms
 from code_mode.model_tools.adapters import exec_json_parameters, wait_parameters
 from code_mode.model_tools.descriptions import wait_description
 

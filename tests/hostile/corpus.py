@@ -731,7 +731,7 @@ OUTPUT: Final = [
         "text('x'.repeat(20 * 1024 * 1024));",
         FailsWith(
             exact="exec cell sent a message larger than the limit of 16777216 characters "
-            "(RuntimeConfig.max_message_bytes)"
+            "(RuntimeConfig.max_message_chars)"
         ),
     ),
     _program(
@@ -829,7 +829,7 @@ TOOL_INPUTS: Final = [
         "await tools.echo({ s: 'x'.repeat(20 * 1024 * 1024) });",
         FailsWith(
             exact="exec cell sent a message larger than the limit of 16777216 characters "
-            "(RuntimeConfig.max_message_bytes)"
+            "(RuntimeConfig.max_message_chars)"
         ),
         calls=(),
     ),

@@ -43,7 +43,7 @@ async def assert_carries_on(runtime: SessionRuntime) -> None:
 
 
 async def test_stored_values_never_make_later_cells_unrunnable(isolation: str) -> None:
-    """Two million references to one `{}` are 6 MB of JSON (within `max_stored_bytes`)
+    """Two million references to one `{}` are 6 MB of JSON (within `max_stored_chars`)
     but two million distinct objects once parsed: far above a 32 MiB cell. Stored values
     reach later cells as text, parsed only by `load`, so those cells still start."""
     limits = config(isolation, memory_limit_bytes=32 * MiB)

@@ -32,7 +32,7 @@ from code_mode import (
 from code_mode._engine import isolate as isolate_module
 from code_mode._engine._worker_death import ALONE, COLLATERAL
 
-from ..helpers import SAFETY, GateDelegate, config, engine, request
+from ..helpers import NO_REPLAY, SAFETY, GateDelegate, config, engine, request
 
 MiB = 1024 * 1024
 WORKER_DIED = "exec runtime ended unexpectedly: the JavaScript worker process died"
@@ -117,7 +117,7 @@ async def test_a_stopped_worker_is_killed_its_cells_fail_and_close() -> None:
     delegate = GateDelegate()
     with trio.fail_after(3 * SAFETY):
         async with engine("process", worker_processes=1, worker_heartbeat_timeout=1.0) as eng:
-            async with SessionRuntime(delegate, engine=eng) as runtime:
+            async with SessionRuntime(delegate, NO_REPLAY, engine=eng) as runtime:
                 started = await runtime.execute(
                     request('text("a"); await tools.block();', ["block"]), PendingFrontier()
                 )
@@ -134,7 +134,7 @@ async def test_a_stopped_worker_is_killed_its_cells_fail_and_close() -> None:
                     )
                     assert pid not in eng.worker_pids()
             assert delegate.closed == [started.cell_id]
-            async with SessionRuntime(GateDelegate(), engine=eng) as runtime:
+            async with SessionRuntime(GateDelegate(), NO_REPLAY, engine=eng) as runtime:
                 again = await runtime.execute(request('text("ok")'), YieldAfter(SAFETY))
                 assert await again.initial_event() == Completed([Text("ok")])
                 assert pid not in eng.worker_pids()
@@ -148,7 +148,7 @@ async def test_calls_honour_cancellation_while_a_worker_is_stopped() -> None:
         async with engine(
             "process", worker_processes=1, warm_isolates=0, worker_heartbeat_timeout=SAFETY
         ) as eng:
-            async with SessionRuntime(delegate, engine=eng) as runtime:
+            async with SessionRuntime(delegate, NO_REPLAY, engine=eng) as runtime:
                 busy = await runtime.execute(
                     request('text("a"); await tools.block();', ["block"]), YieldAfter(0)
                 )
@@ -218,7 +218,7 @@ async def test_terminate_answers_when_the_worker_dies_before_confirming(
     with trio.fail_after(3 * SAFETY):
         async with (
             engine("process", worker_processes=1) as eng,
-            SessionRuntime(GateDelegate(), engine=eng) as runtime,
+            SessionRuntime(GateDelegate(), NO_REPLAY, engine=eng) as runtime,
         ):
             started = await runtime.execute(request("while (true) {}"), YieldAfter(0.01))
             assert await started.initial_event() == Yielded([])

@@ -21,6 +21,7 @@ import trio
 
 from code_mode import Audio, CellId, Completed, Image, ImageDetail, Text, YieldAfter, Yielded
 
+from ..helpers import pcm16_wav
 from ..js_support import SAFETY, run, run_in, session, texts
 
 REMOTE = (
@@ -33,20 +34,6 @@ AUDIO_EXPECTS = (
     "audio expects a non-empty audio URL string, an object with audio_url, or a raw MCP audio block"
 )
 SHORT = "Audio output omitted because the clip is shorter than 25 ms; use a longer clip."
-
-
-def pcm16_wav(sample_rate: int, frames: int) -> bytes:
-    """Upstream's ``pcm16_wav``: a mono 16-bit PCM WAV of ``frames`` silent frames."""
-    data = frames * 2
-    return (
-        b"RIFF"
-        + struct.pack("<I", 36 + data)
-        + b"WAVEfmt "
-        + struct.pack("<IHHIIHH", 16, 1, 1, sample_rate, sample_rate * 2, 2, 16)
-        + b"data"
-        + struct.pack("<I", data)
-        + bytes(data)
-    )
 
 
 def b64(data: bytes) -> str:

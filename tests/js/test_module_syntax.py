@@ -5,7 +5,8 @@ import (openai/codex ``codex-rs/code-mode-runtime/src/runtime/module_loader.rs``
 ``evaluate_main_module``, ``resolve_module``, ``dynamic_import_callback``, commit
 4f39251a010a); the global scope is checked against its list
 (``global_scope_contains_only_allowed_items`` in ``service_tests.rs``, commit
-37a9da9901c5), and ``text()`` follows ``serialize_output_text`` (``runtime/value.rs``).
+37a9da9901c5, with ``as_settled`` and ``stream_settled``, which ``settled.js`` adds at
+842301cbef73), and ``text()`` follows ``serialize_output_text`` (``runtime/value.rs``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from ..js_support import run, texts
 # Upstream's allowed list (global_scope_contains_only_allowed_items), plus this
 # package's two extras.
 REFERENCE_GLOBALS = {
-    "AggregateError", "ALL_TOOLS", "Array", "ArrayBuffer", "AsyncDisposableStack", "BigInt",
+    "AggregateError", "ALL_TOOLS", "Array", "ArrayBuffer", "as_settled", "AsyncDisposableStack",
+    "BigInt",
     "BigInt64Array", "BigUint64Array", "Boolean", "clearTimeout", "DataView", "Date",
     "DisposableStack", "Error", "EvalError", "FinalizationRegistry", "Float16Array",
     "Float32Array", "Float64Array", "Function", "Infinity", "Int16Array", "Int32Array",
@@ -31,7 +33,7 @@ REFERENCE_GLOBALS = {
     "decodeURIComponent", "encodeURI", "encodeURIComponent", "escape", "exit", "eval",
     "generatedImage", "globalThis", "image", "isFinite", "isNaN", "load", "notify",
     "parseFloat", "parseInt", "setTimeout", "store", "text", "tools", "undefined", "unescape",
-    "yield_control",
+    "stream_settled", "yield_control",
 }  # fmt: skip
 OUR_EXTRAS = {"console", "forward_output"}
 
@@ -51,13 +53,14 @@ async def test_global_scope_contains_only_allowed_items(isolation: str) -> None:
 REFERENCE_ORDER = [
     "tools", "ALL_TOOLS", "clearTimeout", "setTimeout", "text", "image", "audio",
     "generatedImage", "forward_output", "console", "store", "load", "notify",
-    "yield_control", "exit",
+    "yield_control", "exit", "as_settled", "stream_settled",
 ]  # fmt: skip
 
 
 async def test_helpers_are_ordinary_globals_in_the_reference_order(isolation: str) -> None:
     """``install_globals`` sets them with ``global.set``: enumerable, in its order
-    (``forward_output`` and ``console``, ours, after ``generatedImage``)."""
+    (``forward_output`` and ``console``, ours, after ``generatedImage``), then
+    ``settled.js``'s two, which it assigns to ``globalThis`` after the others."""
     expected = json.dumps(REFERENCE_ORDER, separators=(",", ":"))
     assert await run(isolation, "text(Object.keys(globalThis));") == texts(expected)
 

@@ -4,10 +4,7 @@ still running at its deadline with a result saying why."""
 
 from __future__ import annotations
 
-import functools
-import os
 import signal
-import subprocess
 
 import trio
 
@@ -16,7 +13,17 @@ from code_mode._types import CellId
 from code_mode.mcp_server import CodeModeMcpServer, ServerLimits
 
 from ..mcp_support import BLOCKED, SAFETY, block, serve_command
-from .http_support import GATES, exec_code, gate, get, http_client, http_server, refused, texts
+from .http_support import (
+    GATES,
+    exec_code,
+    gate,
+    get,
+    http_client,
+    http_server,
+    refused,
+    start_cli_server,
+    texts,
+)
 
 SHUTTING_DOWN = "this server is shutting down"
 
@@ -33,14 +40,21 @@ async def completed(server: CodeModeMcpServer, cell_id: str) -> None:
     await cell.wait_for_phase(Phase.COMPLETED)
 
 
-async def test_drain_waits_for_every_result_and_refuses_new_work() -> None:
-    GATES["drain"] = trio.Event()
-    server = CodeModeMcpServer([gate])
+def start_drain(nursery: trio.Nursery, server: CodeModeMcpServer) -> trio.Event:
+    """Drain ``server`` in ``nursery``; the event is set once the drain returns."""
     drained = trio.Event()
 
     async def drain() -> None:
         await server.drain()
         drained.set()
+
+    nursery.start_soon(drain)
+    return drained
+
+
+async def test_drain_waits_for_every_result_and_refuses_new_work() -> None:
+    GATES["drain"] = trio.Event()
+    server = CodeModeMcpServer([gate])
 
     with trio.fail_after(SAFETY):
         async with (
@@ -54,7 +68,7 @@ async def test_drain_waits_for_every_result_and_refuses_new_work() -> None:
             started = await exec_code(busy, code)
             assert texts(started)[0].startswith("Script running with cell ID 1")
 
-            nursery.start_soon(drain)
+            drained = start_drain(nursery, server)
             await trio.testing.wait_all_tasks_blocked()
             assert server.draining
             status, body = await get(url, "/readyz")
@@ -88,11 +102,6 @@ async def test_drain_waits_for_a_pushed_result_to_be_collected() -> None:
     the session's pushed results: the drain waits until the client has read it."""
     GATES["pushed"] = trio.Event()
     server = CodeModeMcpServer([gate], push=True)
-    drained = trio.Event()
-
-    async def drain() -> None:
-        await server.drain()
-        drained.set()
 
     with trio.fail_after(SAFETY):
         async with (
@@ -102,7 +111,7 @@ async def test_drain_waits_for_a_pushed_result_to_be_collected() -> None:
         ):
             code = '// @exec: {"yield_time_ms": 0}\ntext(await tools.gate({name: "pushed"}))'
             assert texts(await exec_code(session, code))[0].startswith("Script running")
-            nursery.start_soon(drain)
+            drained = start_drain(nursery, server)
             await trio.testing.wait_all_tasks_blocked()
             GATES["pushed"].set()
             pool = server._pool
@@ -162,36 +171,19 @@ async def test_sigterm_drains_then_exits_0() -> None:
     args = ["-m", "code_mode", *args[2:]]  # `python -m code_mode`: the command itself
     with trio.fail_after(SAFETY):
         async with trio.open_nursery() as nursery:
-            process = await nursery.start(
-                functools.partial(
-                    trio.run_process,
-                    [command, *args],
-                    env={**os.environ, **env},
-                    stderr=subprocess.PIPE,
-                    check=False,
-                )
-            )
-            received = b""
-            while b"/mcp\n" not in received:
-                chunk = await process.stderr.receive_some()
-                assert chunk, f"the server ended: {received!r}"
-                received += chunk
-            url = received.decode().split(" at ")[-1].strip()
+            server = await start_cli_server(nursery, command, args, env)
+            url = server.url
             async with http_client(url) as session:
                 code = '// @exec: {"yield_time_ms": 0}\n'
                 code += "await new Promise(r => setTimeout(r, 500));\n"
                 code += "text(await tools.add({a: 2, b: 3}))"
                 started = await exec_code(session, code)
                 assert texts(started)[0].startswith("Script running with cell ID 1")
-                process.send_signal(signal.SIGTERM)
-                while b"draining (SIGTERM)" not in received:
-                    chunk = await process.stderr.receive_some()
-                    assert chunk, f"the server ended: {received!r}"
-                    received += chunk
+                server.process.send_signal(signal.SIGTERM)
+                await server.read_until(b"draining (SIGTERM)")
                 assert (await get(url, "/readyz"))[0] == 503
                 finished = await session.call_tool("wait", {"cell_id": "1", "yield_time_ms": 20000})
                 assert texts(finished)[1:] == ["5"]
-            while chunk := await process.stderr.receive_some():
-                received += chunk
-        assert process.returncode == 0, received.decode(errors="replace")[-3000:]
-        assert b"drained; stopping" in received
+            await server.read_to_end()
+        assert server.process.returncode == 0, server.received.decode(errors="replace")[-3000:]
+        assert b"drained; stopping" in server.received

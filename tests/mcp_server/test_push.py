@@ -27,7 +27,7 @@ from code_mode.mcp_server.pushed_results import (
 from code_mode.model_tools.formatting import PUSH_RUNNING_NOTE
 
 from ..mcp_support import PIXEL, SAFETY, add, serve_command
-from .test_server import exec_code, http_server, texts
+from .http_support import exec_code, http_server, texts
 
 
 class Updates:

@@ -3,25 +3,20 @@ on 127.0.0.1) and by the MCP Inspector's CLI."""
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import signal
-import subprocess
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from typing import Any
 
 import mcp.types as types
 import pytest
 import trio
 from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 
 from code_mode import RuntimeConfig
 from code_mode.cli.exit_status import is_interrupt
-from code_mode.integrations.mcp import CodeModeMcpServer
-from code_mode.mcp_server import ServerLimits
+from code_mode.mcp_server import CodeModeMcpServer, ServerLimits
 
 from ..mcp_support import (
     BLOCKED,
@@ -32,32 +27,7 @@ from ..mcp_support import (
     node_command,
     serve_command,
 )
-
-
-def texts(result: types.CallToolResult) -> list[str]:
-    return [block.text for block in result.content if isinstance(block, types.TextContent)]
-
-
-@asynccontextmanager
-async def http_server(server: CodeModeMcpServer) -> AsyncIterator[str]:
-    async with trio.open_nursery() as nursery:
-        url: str = await nursery.start(server.serve_http, "127.0.0.1", 0)
-        yield url
-        nursery.cancel_scope.cancel()
-
-
-@asynccontextmanager
-async def http_client(url: str, **options: Any) -> AsyncIterator[ClientSession]:
-    async with (
-        streamable_http_client(url) as (read, write),
-        ClientSession(read, write, **options) as session,
-    ):
-        await session.initialize()
-        yield session
-
-
-async def exec_code(session: ClientSession, code: str, **options: Any) -> types.CallToolResult:
-    return await session.call_tool("exec", {"code": code}, **options)
+from .http_support import INITIALIZE, exec_code, http_client, http_server, start_cli_server, texts
 
 
 async def test_stdio_lists_exec_and_wait_and_serves_them() -> None:
@@ -114,16 +84,7 @@ async def test_stdio_server_ends_its_cells_when_the_client_goes() -> None:
     """Closing stdin ends the server process by itself, with a cell still running."""
     command, args, env = serve_command()
     messages = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "test", "version": "1"},
-            },
-        },
+        INITIALIZE,
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {
             "jsonrpc": "2.0",
@@ -297,31 +258,17 @@ async def test_cli_serves_streamable_http() -> None:
     command, args, env = serve_command("--http", "127.0.0.1:0")
     with trio.fail_after(SAFETY):
         async with trio.open_nursery() as nursery:
-            process = await nursery.start(
-                functools.partial(
-                    trio.run_process,
-                    [command, *args],
-                    env={**os.environ, **env},
-                    stderr=subprocess.PIPE,
-                    check=False,
-                )
-            )
-            received = b""
-            while b"/mcp\n" not in received:
-                chunk = await process.stderr.receive_some()
-                assert chunk, f"the server ended: {received!r}"
-                received += chunk
-            url = received.decode().split(" at ")[-1].strip()
+            server = await start_cli_server(nursery, command, args, env)
+            url = server.url
             assert url.startswith("http://127.0.0.1:")
             async with http_client(url) as session:
                 result = await exec_code(session, "text(await tools.add({a: 1, b: 2}))")
                 assert texts(result)[1:] == ["3"]
                 assert session.server_info is not None
                 assert session.server_info.name == "code-mode"
-            process.send_signal(signal.SIGINT)
-            while chunk := await process.stderr.receive_some():
-                received += chunk
-        assert process.returncode == 130, received.decode(errors="replace")[-30000:]
+            server.process.send_signal(signal.SIGINT)
+            await server.read_to_end()
+        assert server.process.returncode == 130, server.received.decode(errors="replace")[-30000:]
 
 
 def test_ctrl_c_is_an_interrupt_even_with_errors_it_caused_beside_it() -> None:

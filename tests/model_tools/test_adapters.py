@@ -124,7 +124,7 @@ def test_anthropic_tools() -> None:
     assert tool["name"] == "exec"
     assert tool["input_schema"] == exec_json_parameters()
     assert tool["input_schema"]["required"] == ["code"]
-    assert tool["description"] == exec_description(TOOLS, code_argument="code")
+    assert tool["description"] == exec_description(TOOLS, code_argument="code", image_detail=False)
     assert anthropic_wait_tool() == {
         "name": "wait",
         "description": wait_description(),

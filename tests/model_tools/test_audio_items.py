@@ -10,25 +10,17 @@ Messages APIs take none in tool results.
 from __future__ import annotations
 
 import base64
-import struct
 
 from code_mode import Audio, OutputItem, Text
 from code_mode.model_tools.adapters import anthropic_content, mcp_content, openai_content
 from code_mode.model_tools.audio_tokens import audio_tokens, wav_seconds
 from code_mode.model_tools.truncation import truncate_output
 
+from ..helpers import pcm16_wav
+
 
 def wav(sample_rate: int, frames: int) -> str:
-    data = frames * 2
-    raw = (
-        b"RIFF"
-        + struct.pack("<I", 36 + data)
-        + b"WAVEfmt "
-        + struct.pack("<IHHIIHH", 16, 1, 1, sample_rate, sample_rate * 2, 2, 16)
-        + b"data"
-        + struct.pack("<I", data)
-        + bytes(data)
-    )
+    raw = pcm16_wav(sample_rate, frames)
     return "data:audio/wav;base64," + base64.b64encode(raw).decode("ascii")
 
 

@@ -344,8 +344,43 @@ REFERENCE_DEFERRED = "\n".join(
             "available on the global `tools` object and listed in `ALL_TOOLS`."
         ),
         "To find one, filter `ALL_TOOLS` by `name` and `description`.",
+        "",
+        "Tool availability can change between calls.",
     ]
 )
+# Where this package's text departs from the reference's to say only what is true of
+# this host (issue 27): examples from the session's own tools (none here), what a tool
+# takes and returns, what `notify` does, and `console`, which exists here.
+TRUE_OF_THIS_HOST = {
+    (
+        "- All nested tools are available on the global `tools` object, for example "
+        "`await tools.exec_command(...)`. Tool names are exposed as normalized "
+        "JavaScript identifiers, for example `await tools.mcp__ologs__get_profile(...)`."
+    ): (
+        "- All nested tools are available on the global `tools` object. Tool names are "
+        "exposed as normalized JavaScript identifiers (a character other than a letter, a "
+        "digit, `_` or `$` becomes `_`)."
+    ),
+    "- Nested tool methods take either a string or an object as their input argument.": (
+        "- Nested tool methods take an object as their input argument."
+    ),
+    "- Nested tools return either an object or a string, based on the description.": (
+        "- Nested tools return JSON data (an object, a string, a number, ...), based on the "
+        "description."
+    ),
+    (
+        "- `notify(value: string | number | boolean | undefined | null)`: immediately "
+        "injects an extra `custom_tool_call_output` for the current `exec` call. Values "
+        "are stringified like `text(...)`."
+    ): (
+        "- `notify(value: string | number | boolean | undefined | null)`: immediately sends "
+        "the host a notification for the current `exec` call. Values are stringified like "
+        "`text(...)`."
+    ),
+    "- Runs raw JavaScript -- no Node, no file system, no network access, no console.": (
+        "- Runs raw JavaScript -- no Node, no file system, no network access."
+    ),
+}
 
 
 def test_description_parts_in_order() -> None:
@@ -362,11 +397,13 @@ def test_description_parts_in_order() -> None:
 
 
 def test_guide_is_the_reference_template_plus_our_extras() -> None:
-    """The guide is upstream's template word for word, except that ``console`` exists
-    here (the template says "no console"), followed by the two helpers upstream does not
-    have."""
-    guide = exec_description([])
-    reference = REFERENCE_EXEC_TEMPLATE.replace(", no console.", ".")
+    """The guide is upstream's template word for word, except for the lines that
+    would not be true of this host (:data:`TRUE_OF_THIS_HOST`), followed by the two
+    helpers upstream does not have."""
+    guide = exec_sections([])[0]
+    reference = "\n".join(
+        TRUE_OF_THIS_HOST.get(line, line) for line in REFERENCE_EXEC_TEMPLATE.splitlines()
+    )
     assert guide.startswith(reference + "\n")
     extras = guide[len(reference) + 1 :].splitlines()
     assert [line.split("`")[1].split("(")[0] for line in extras] == [
@@ -428,14 +465,14 @@ def test_deferred_mode_is_short_and_uses_the_reference_wording() -> None:
     full = exec_description(TOOLS, namespace_descriptions=NAMESPACES)
     assert len(description) < len(full)
     assert "declare const tools" not in description
-    guide = exec_description([])
+    guide = exec_sections(TOOLS, deferred=True)[0]
     assert description.startswith(guide + "\n\n" + REFERENCE_DEFERRED + "\n\nShared MCP Types:")
     assert description.endswith("\n```")
 
 
 def test_deferred_without_mcp_tools() -> None:
     description = exec_description([_tool("a", "b")], deferred=True)
-    assert description == exec_description([]) + "\n\n" + REFERENCE_DEFERRED
+    assert description == exec_sections([_tool("a", "b")])[0] + "\n\n" + REFERENCE_DEFERRED
 
 
 def test_code_argument_wording() -> None:

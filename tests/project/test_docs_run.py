@@ -130,7 +130,7 @@ def test_readme_javascript_runs_with_code_mode_run(tmp_path: Path) -> None:
 @tool
 async def get_weather(city: str) -> dict[str, str]:
     """A stand-in for the docs' weather tool."""
-    return {"city": city}
+    return {"city": city, "summary": "sunny"}
 
 
 @tool
@@ -142,7 +142,7 @@ async def search(q: str) -> list[str]:
 async def test_programs_md_javascript_blocks_run() -> None:
     programs = [b for b in blocks(ROOT / "docs" / "programs.md") if b.language == "javascript"]
     assert programs
-    async with CodeModeSession(tools=[get_weather, search]) as cm:
+    async with CodeModeSession(tools=[get_weather, search], tool_search=True) as cm:
         for block in programs:
             result = await cm.exec(block.code)
             assert isinstance(result[0], Text)

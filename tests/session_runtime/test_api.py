@@ -279,7 +279,9 @@ async def test_a_worker_killed_mid_cell_fails_only_its_cells(
     delegate = GateDelegate()
     async with (
         engine("process", worker_processes=1) as own_engine,
-        SessionRuntime(delegate, config("process"), engine=own_engine) as runtime,
+        SessionRuntime(
+            delegate, config("process", max_journal_chars=0), engine=own_engine
+        ) as runtime,
     ):
         started = await runtime.execute(
             request('text("partial"); await tools.block();', ["block"]), PendingFrontier()

@@ -405,7 +405,7 @@ async def test_the_default_error_text_limit_is_16_kib(isolation: str) -> None:
         assert event.error_text == "Error: " + "x" * (16 * 1024 - 7) + ERROR_TRUNCATED_SUFFIX
 
 
-# -- max_stored_entries / max_stored_bytes ------------------------------------------------
+# -- max_stored_entries / max_stored_chars ------------------------------------------------
 
 STORAGE_3_ENTRIES = (
     "code mode session storage exceeds its limit of 3 entries or 8388608 serialized bytes"
@@ -449,7 +449,7 @@ async def test_stored_entries_limit_across_concurrent_cells(isolation: str) -> N
 
 
 async def test_stored_bytes_limit(isolation: str) -> None:
-    async with SessionRuntime(GateDelegate(), config(isolation, max_stored_bytes=100)) as runtime:
+    async with SessionRuntime(GateDelegate(), config(isolation, max_stored_chars=100)) as runtime:
         message = (
             "code mode session storage exceeds its limit of 256 entries or 100 serialized bytes"
         )
@@ -468,7 +468,7 @@ async def test_stored_bytes_limit(isolation: str) -> None:
 async def test_stored_bytes_are_counted_alike_in_the_cell_and_on_the_host(
     isolation: str,
 ) -> None:
-    async with SessionRuntime(GateDelegate(), config(isolation, max_stored_bytes=100)) as runtime:
+    async with SessionRuntime(GateDelegate(), config(isolation, max_stored_chars=100)) as runtime:
         # Compact JSON: 1 + len('[1,2,...,20]') = 1 + 51 = 52 bytes, well within 100.
         event = await run_cell(
             runtime, 'store("k", Array.from({ length: 20 }, (_, i) => i + 1)); text("stored");'
@@ -648,17 +648,17 @@ async def test_a_tool_result_too_deep_for_json_dumps_fails_only_the_call(
         await assert_carries_on(runtime)
 
 
-# -- max_message_bytes -------------------------------------------------------------------------
+# -- max_message_chars -------------------------------------------------------------------------
 
 MESSAGE_LIMIT = (
     "exec cell sent a message larger than the limit of 100000 characters "
-    "(RuntimeConfig.max_message_bytes)"
+    "(RuntimeConfig.max_message_chars)"
 )
 
 
 async def test_message_size_limit(isolation: str) -> None:
     delegate = GateDelegate()
-    async with SessionRuntime(delegate, config(isolation, max_message_bytes=100_000)) as runtime:
+    async with SessionRuntime(delegate, config(isolation, max_message_chars=100_000)) as runtime:
         event = await run_cell(runtime, 'text("x".repeat(99000)); text("y".repeat(100001));')
         assert event == Completed([Text("x" * 99000)], error_text=MESSAGE_LIMIT)
         event = await run_cell(runtime, 'await tools.echo({ s: "x".repeat(100001) });', ["echo"])
@@ -672,7 +672,7 @@ async def test_message_size_limit(isolation: str) -> None:
 
 async def test_many_messages_below_the_limit_are_not_one_big_message(isolation: str) -> None:
     async with SessionRuntime(
-        GateDelegate(), config(isolation, max_message_bytes=100_000)
+        GateDelegate(), config(isolation, max_message_chars=100_000)
     ) as runtime:
         source = 'for (let i = 0; i < 100; i++) text("x".repeat(60000)); text("done");'
         event = await run_cell(runtime, source)
@@ -688,12 +688,12 @@ def test_every_limit_has_a_documented_default() -> None:
     assert defaults["max_output_bytes"] == 64 * MiB
     assert defaults["max_error_text_bytes"] == 16 * 1024
     assert defaults["max_stored_entries"] == 256
-    assert defaults["max_stored_bytes"] == 8 * MiB
+    assert defaults["max_stored_chars"] == 8 * MiB
     assert defaults["max_outstanding_tool_calls"] == 128
     assert defaults["max_pending_timers"] == 1024
     assert defaults["max_source_bytes"] == 1 * MiB
     assert defaults["max_json_depth"] == 128
-    assert defaults["max_message_bytes"] == 16 * MiB
+    assert defaults["max_message_chars"] == 16 * MiB
     # Every field is followed by its docstring, which states the default.
     source = inspect.getsource(config_module)
     body = next(

@@ -33,6 +33,10 @@ const rtNewQueue = (function rtNewQueue() {
 let rtQueue = rtNewQueue();
 let rtQueueChars = 0;
 let rtQueueUrgent = false; // the queue holds a message other than output and `started`
+// The clock readings the program made since the last flush (see clock.js), or null.
+// They go out at the end of the next batch: the host has each reading before, or with,
+// anything the program did with it, which is what a replay needs.
+let rtClockReadings = null;
 
 // Header: [0] = code units in this chunk, [1] = chunk index within the batch (0 starts
 // a new batch, so a batch cut short by termination is discarded by the host), [2] =
@@ -59,6 +63,7 @@ const rtWrite = (function rtWrite(s) {
 });
 
 const rtFlush = (function rtFlush() {
+  if (rtClockReadings !== null) rtQueueClock();
   if (rtQueue.length === 0) return;
   // The queue is cleared only once the batch is out: if termination interrupts the
   // write, a later flush (the host's drain) sends the whole batch again. Nothing
@@ -71,6 +76,15 @@ const rtFlush = (function rtFlush() {
   rtQueueChars = 0;
   rtQueueUrgent = false;
   rtHeader[RT_QUEUED] = 0;
+});
+
+// The clock readings as one message at the end of the queue (no drain hands it over:
+// a terminated program is not replayed).
+const rtQueueClock = (function rtQueueClock() {
+  const json = '{"t":"clock","v":[' + rtReflectApply(rtArrayJoin, rtClockReadings, [","]) + "]}";
+  rtClockReadings = null;
+  rtReflectApply(rtArrayPush, rtQueue, [json]);
+  rtQueueChars += json.length;
 });
 
 // Queues one message (already JSON text); a flush sends the queue as one batch.

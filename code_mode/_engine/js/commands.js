@@ -1,5 +1,7 @@
 // Commands from the host: `start`, `result` (a tool call's outcome), `fire` (a timer),
-// `drain` (the last call on an interrupted isolate), in batches that rtRecv applies.
+// `drain` (the last call on an interrupted isolate), `replay` (the clock readings of a
+// program replayed after its worker died, before its start: see clock.js), in batches
+// that rtRecv applies.
 
 function rtSettleTool(command) {
   const pending = rtReflectApply(rtMapGet, rtPendingTools, [command.id]);
@@ -66,6 +68,9 @@ const rtRecv = (function rtRecv() {
         break;
       case "drain":
         rtDrain();
+        break;
+      case "replay":
+        rtReplayClock(command.clock);
         break;
       default:
         break;

@@ -11,13 +11,10 @@ Needs the optional extra: ``pip install 'code-mode[mcp]'`` (the official ``mcp``
   you opened yourself.
 
 The other direction, code mode served *as* an MCP server, is an application on top of
-the façade: :mod:`code_mode.mcp_server`. Its names stay importable from here, as
-before, for code written against earlier releases. See ``docs/mcp.md``.
+the façade: :mod:`code_mode.mcp_server`. See ``docs/mcp.md``.
 """
 
 from __future__ import annotations
-
-from typing import Any as _Any
 
 try:
     import mcp as _mcp  # noqa: F401
@@ -52,18 +49,3 @@ __all__ = [
     "mcp_namespace",
     "parse_mcp_config",
 ]
-
-#: Names of :mod:`code_mode.mcp_server` that earlier releases exported from here.
-_SERVER_NAMES = frozenset(
-    {"CodeModeMcpServer", "DEFAULT_MAX_SESSIONS", "DEFAULT_SESSION_IDLE_TIMEOUT", "MCP_HTTP_PATH"}
-)
-
-
-def __getattr__(name: str) -> _Any:
-    # Imported on first use: the server is a layer above this package (it is built on
-    # the façade, which imports the tool sources).
-    if name in _SERVER_NAMES:
-        from code_mode import mcp_server
-
-        return getattr(mcp_server, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

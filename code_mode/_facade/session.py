@@ -1,4 +1,4 @@
-"""`CodeModeSession`: the ``exec``/``wait`` pair over a session, in a few lines.
+"""`CodeModeSession`: serves a model's ``exec`` and ``wait`` calls from a session runtime.
 
 ::
 
@@ -14,12 +14,12 @@
         # -> [Text("Script completed\\nWall time 0.1 seconds\\nOutput:\\n"), Text("42")]
 
 The façade owns a :class:`~code_mode.SessionRuntime` and is its delegate: nested tool
-calls from programs are routed to the tools given (``@tool`` functions, or anything
-with a ``definition`` and an async ``call(input)``), ``notify(...)`` messages go to an
-``on_notify`` callback. It parses the ``exec`` pragma, times and formats results the
-way models were trained to read them, and never raises for a bad call from the model:
-every problem (a pragma error, an unknown cell, bad ``wait`` arguments) comes back as
-a ``Script failed`` result the model can act on.
+calls from programs are routed to the tools given (a :class:`~.toolset.Toolset`, or
+``@tool`` functions, or anything with a ``definition`` and an async ``call(input)``),
+``notify(...)`` messages go to an ``on_notify`` callback. It parses the ``exec``
+pragma, times and formats results the way models were trained to read them, and never
+raises for a bad call from the model: every problem (a pragma error, an unknown cell,
+bad ``wait`` arguments) comes back as a ``Script failed`` result the model can act on.
 
 Yield policy (the reference implementation's): a ``yield_time_ms`` of 10 000 ms or
 more gets one extra second of grace, so a nested tool finishing just after the
@@ -42,21 +42,21 @@ from __future__ import annotations
 
 import inspect
 import itertools
-import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 import trio
 
-from . import _asyncio_host
-from ._asyncio_host import HeldContext, trio_side
-from ._config import RuntimeConfig
-from ._engine import Engine
-from ._errors import CodeModeError
-from ._session_runtime import SessionRuntime
-from ._types import (
+from .. import _asyncio_host
+from .._asyncio_host import HeldContext, trio_side
+from .._config import RuntimeConfig
+from .._engine import Engine
+from .._errors import CodeModeError
+from .._session_runtime import SessionRuntime
+from .._types import (
     CellEvent,
     CellId,
     Completed,
@@ -65,60 +65,41 @@ from ._types import (
     Pending,
     Text,
     ToolDefinition,
-    ToolKind,
-    ToolName,
     YieldAfter,
     Yielded,
 )
-from .integrations.host_loop import on_host
-from .integrations.python_tools import PythonTool, tool
-from .integrations.routing import NestedTool, ToolRouter
-from .model_tools.adapters import (
+from ..integrations.host_loop import on_host
+from ..integrations.routing import NestedTool, ToolRouter
+from ..model_tools.adapters import (
     EXEC_TOOL_NAME,
     WAIT_TOOL_NAME,
     WaitArgumentsError,
-    anthropic_exec_tool,
-    anthropic_wait_tool,
     exec_source_from_call,
-    mcp_exec_tool,
-    mcp_wait_tool,
-    openai_exec_tool,
-    openai_wait_tool,
     wait_arguments_from_call,
-    wait_parameters,
 )
-from .model_tools.descriptions import (
-    NamespaceDescription,
-    augment_tool_definition,
-    exec_description,
-    wait_description,
-)
-from .model_tools.formatting import format_result, is_error_result, push_preamble
-from .model_tools.pragma import (
+from ..model_tools.descriptions import NamespaceDescription
+from ..model_tools.formatting import format_result, is_error_result, push_preamble
+from ..model_tools.pragma import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     DEFAULT_YIELD_TIME_MS,
     MAX_SAFE_INTEGER,
     ExecInputError,
     parse_exec_input,
 )
-from .model_tools.typescript import normalize_identifier
+from .toolset import Toolset
+
+if TYPE_CHECKING:  # the SDKs' types of openai_tools()/anthropic_tools() (model_tools/adapters.py)
+    from anthropic.types import ToolParam as AnthropicToolParam
+    from openai.types.responses import CustomToolParam, FunctionToolParam
 
 __all__ = [
     "YIELD_GRACE_MS",
     "YIELD_GRACE_THRESHOLD_MS",
     "CellFinished",
     "CodeModeSession",
-    "NestedTool",
     "Notification",
-    "is_error_result",
     "resolve_yield_time_ms",
 ]
-
-if TYPE_CHECKING:  # the SDKs' types of openai_tools()/anthropic_tools() (model_tools/adapters.py)
-    from anthropic.types import ToolParam as AnthropicToolParam
-    from openai.types.responses import CustomToolParam, FunctionToolParam
-
-logger = logging.getLogger("code_mode")
 
 YIELD_GRACE_THRESHOLD_MS: Final = 10_000
 """Requests of at least this many milliseconds get :data:`YIELD_GRACE_MS` extra."""
@@ -207,50 +188,31 @@ class _Delegate:
             return
         outcome = self._on_notify(Notification(call_id, cell_id, text))
         if inspect.isawaitable(outcome):
-            await on_host(outcome)
+            await on_host(outcome)  # under asyncio: on the asyncio loop
 
     async def cell_closed(self, cell_id: CellId) -> None:
         return None
 
 
-def _as_nested_tool(candidate: object) -> NestedTool:
-    if isinstance(candidate, NestedTool) and isinstance(
-        getattr(candidate, "definition", None), ToolDefinition
-    ):
-        return candidate
-    if callable(candidate):
-        return tool(candidate)
-    raise TypeError(
-        f"not a tool: {candidate!r} (pass @tool functions, plain type-hinted functions, or "
-        "objects with a `definition` and an async `call`)"
-    )
-
-
-def _grouped(tools: list[NestedTool]) -> list[NestedTool]:
-    """Tools with each namespace's members contiguous (in order of first appearance),
-    so the ``exec`` description gives every namespace one heading."""
-    order: dict[str | None, list[NestedTool]] = {}
-    for nested in tools:
-        order.setdefault(nested.definition.tool_name.namespace, []).append(nested)
-    return [nested for group in order.values() for nested in group]
-
-
 class CodeModeSession:
     """``exec`` and ``wait`` for one agent session; use as ``async with``.
 
-    ``tools``: the nested tools programs may call: ``@tool`` functions, plain
-    type-hinted functions (wrapped with :func:`~code_mode.tool`), or any
-    :class:`NestedTool`; of two whose names become the same identifier on ``tools``
-    (``foo-bar`` and ``foo_bar``), the first is kept and the later one left out, with a
-    warning logged, as the reference does. ``on_notify``: receives each ``notify(...)``
+    ``tools``: the nested tools programs may call: a :class:`~code_mode.Toolset`
+    (built once, shared by many sessions), or what :meth:`Toolset.build
+    <code_mode.Toolset.build>` takes: ``@tool`` functions, plain type-hinted functions
+    (wrapped with :func:`~code_mode.tool`), or any :class:`NestedTool`; of two whose
+    names become the same identifier on ``tools`` (``foo-bar`` and ``foo_bar``), the
+    first is kept and the later one left out, with a warning logged, as the reference
+    does. ``on_notify``: receives each ``notify(...)``
     of a program as a :class:`Notification` (plain or async function; its errors are
     logged, never seen by the program). ``config``: the runtime's limits.
     ``namespace_descriptions``: a heading for each tool namespace in the ``exec``
     description (a string is used as the description, the namespace as the heading).
     ``deferred``: keep the ``exec`` description short for large tool sets (programs
-    search ``ALL_TOOLS``). ``max_yield_time_ms``: cap on how long one ``exec``/``wait``
-    may block. ``engine``: where programs run (an :class:`~code_mode.Engine` shared with
-    other sessions); by default the trio run's default engine for ``config.isolation``.
+    search ``ALL_TOOLS``). These two are the toolset's: not with a ``Toolset``.
+    ``max_yield_time_ms``: cap on how long one ``exec``/``wait`` may block. ``engine``:
+    where programs run (an :class:`~code_mode.Engine` shared with other sessions); by
+    default the trio run's default engine for ``config.isolation``.
 
     ``on_finished`` (off by default): push. A plain or async function that receives a
     :class:`CellFinished` when a program handed back as ``Script running`` ends (it
@@ -272,12 +234,19 @@ class CodeModeSession:
     brings the model something, and a model that polls with short waits costs a turn
     per floor rather than per ``yield_time_ms``.
 
+    ``tool_search`` (off by default): programs get ``tools.tool_search({query, limit})``,
+    BM25-ranked discovery of the other tools (:class:`~code_mode.ToolSearch`), and the
+    ``exec`` description the reference's guidance for it. ``show_cell_overhead`` (off by
+    default): result headers read ``Wall time 1.250 seconds (code-mode 0.750 seconds;
+    overhead 0.500 seconds)``, code-mode being the time the runtime spent on the call
+    and overhead the rest (parsing, formatting, the host's own work).
+
     Leaving the ``async with`` block terminates every running program.
     """
 
     def __init__(
         self,
-        tools: Iterable[NestedTool | Callable[..., Any]] = (),
+        tools: Toolset | Iterable[NestedTool | Callable[..., Any]] = (),
         *,
         on_notify: NotifyCallback | None = None,
         config: RuntimeConfig | None = None,
@@ -287,68 +256,56 @@ class CodeModeSession:
         engine: Engine | None = None,
         on_finished: FinishedCallback | None = None,
         wait_idle_floor_ms: int | None = None,
+        tool_search: bool = False,
+        show_cell_overhead: bool = False,
     ) -> None:
         if wait_idle_floor_ms is not None and not (
             isinstance(wait_idle_floor_ms, int) and wait_idle_floor_ms >= 0
         ):
             raise ValueError("wait_idle_floor_ms must be a non-negative integer or None")
-        by_name: dict[ToolName, NestedTool] = {}
-        by_identifier: dict[str, str] = {}
-        kept: list[NestedTool] = []
-        for entry in (_as_nested_tool(candidate) for candidate in tools):
-            definition = entry.definition
-            if definition.tool_name in by_name:
-                raise ValueError(f"two tools are named `{definition.tool_name.display()}`")
-            if definition.name in (EXEC_TOOL_NAME, WAIT_TOOL_NAME):
-                raise ValueError(f"a nested tool cannot be named `{definition.name}`")
-            by_name[definition.tool_name] = entry
-            identifier = normalize_identifier(definition.name)
-            if identifier in by_identifier:
-                # The reference's rule: the first tool with an identifier wins, a later
-                # one is left out of programs (and of the description), with a warning.
-                logger.warning(
-                    "code mode leaves out tool `%s`: `tools.%s` is already tool `%s`",
-                    definition.name,
-                    identifier,
-                    by_identifier[identifier],
+        if isinstance(tools, Toolset):
+            if namespace_descriptions is not None or deferred:
+                raise ValueError(
+                    "namespace_descriptions and deferred are the Toolset's: "
+                    "give them to Toolset.build"
                 )
-                continue
-            by_identifier[identifier] = definition.name
-            kept.append(entry)
-        nested = _grouped(kept)
-        self._namespaces = {
-            key: value
-            if isinstance(value, NamespaceDescription)
-            else NamespaceDescription(key, value)
-            for key, value in (namespace_descriptions or {}).items()
-        }
-        self._tools = nested
-        self._definitions = [entry.definition for entry in nested]
-        self._enabled = [augment_tool_definition(d, self._namespaces) for d in self._definitions]
-        self._deferred = deferred
+            if tool_search:
+                raise ValueError("tool_search is the Toolset's: give it to Toolset.build")
+            self._toolset = tools
+        else:
+            self._toolset = Toolset.build(
+                tools,
+                namespace_descriptions=namespace_descriptions,
+                deferred=deferred,
+                tool_search=tool_search,
+            )
+        self._show_overhead = show_cell_overhead
         self._max_yield_time_ms = max_yield_time_ms
         self._on_finished = on_finished
         self._push = on_finished is not None
         self._idle_floor_ms = wait_idle_floor_ms
         self._handed_back: dict[CellId, _HandedBack] = {}
         self._runtime = SessionRuntime(
-            _Delegate(ToolRouter(nested), on_notify),
+            _Delegate(ToolRouter(self._toolset.tools), on_notify),
             config,
             engine=engine,
             on_finished=self._pushed if on_finished is not None else None,
         )
         self._call_ids = itertools.count(1)
-        self._entered = False
+        self._exit_stack: AsyncExitStack | None = None
         self._guest: HeldContext | None = None  # entered on asyncio: the guest run's hold
 
     # -- lifetime ------------------------------------------------------------------
 
     async def __aenter__(self) -> CodeModeSession:
+        # The runtime's nursery holds the cells: entering the runtime opens it.
+        stack = AsyncExitStack()
         if _asyncio_host.on_asyncio():  # the runtime lives in the loop's trio guest run
             self._guest = await _asyncio_host.enter(self._runtime)
+            stack.push_async_callback(_asyncio_host.leave, self._guest)
         else:
-            await self._runtime.__aenter__()
-        self._entered = True
+            await stack.enter_async_context(self._runtime)
+        self._exit_stack = stack
         return self
 
     async def __aexit__(
@@ -357,12 +314,8 @@ class CodeModeSession:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> bool | None:
-        guest = self._guest
-        if guest is None:
-            return await self._runtime.__aexit__(exc_type, exc, traceback)
-        self._guest = None
-        await _asyncio_host.leave(guest)
-        return None
+        assert self._exit_stack is not None
+        return await self._exit_stack.__aexit__(exc_type, exc, traceback)
 
     @property
     def runtime(self) -> SessionRuntime:
@@ -372,9 +325,14 @@ class CodeModeSession:
     # -- tool definitions ----------------------------------------------------------
 
     @property
+    def toolset(self) -> Toolset:
+        """The nested tools and how the ``exec`` description shows them."""
+        return self._toolset
+
+    @property
     def tools(self) -> list[ToolDefinition]:
         """The nested tools' definitions, in the order programs see them."""
-        return list(self._definitions)
+        return self._toolset.definitions
 
     @property
     def exec_tool(self) -> ToolDefinition:
@@ -382,69 +340,33 @@ class CodeModeSession:
         is raw JavaScript) with the generated description. For APIs without freeform
         tools use :meth:`anthropic_tools` or :meth:`mcp_tools`, where ``exec`` takes
         ``{"code": string}``."""
-        return ToolDefinition(
-            name=EXEC_TOOL_NAME,
-            tool_name=ToolName(EXEC_TOOL_NAME),
-            description=exec_description(
-                self._definitions,
-                namespace_descriptions=self._namespaces,
-                deferred=self._deferred,
-                push=self._push,
-            ),
-            kind=ToolKind.FREEFORM,
-        )
+        return self._toolset.exec_tool(push=self._push)
 
     @property
     def wait_tool(self) -> ToolDefinition:
         """``wait`` as a FUNCTION :class:`~code_mode.ToolDefinition` with its JSON
         Schema."""
-        return ToolDefinition(
-            name=WAIT_TOOL_NAME,
-            tool_name=ToolName(WAIT_TOOL_NAME),
-            description=wait_description(push=self._push, idle_floor_ms=self._idle_floor_ms),
-            kind=ToolKind.FUNCTION,
-            input_schema=wait_parameters(),
-        )
+        return self._toolset.wait_tool(push=self._push, idle_floor_ms=self._idle_floor_ms)
 
     def openai_tools(self, *, grammar: bool = True) -> list[CustomToolParam | FunctionToolParam]:
         """``[exec, wait]`` for the OpenAI Responses API ``tools`` parameter (``exec``
         a custom tool, ``wait`` a function tool)."""
-        exec_tool = openai_exec_tool(
-            self._definitions,
-            namespace_descriptions=self._namespaces,
-            deferred=self._deferred,
-            grammar=grammar,
-            push=self._push,
+        return self._toolset.openai_tools(
+            grammar=grammar, push=self._push, idle_floor_ms=self._idle_floor_ms
         )
-        return [exec_tool, openai_wait_tool(**self._wait_options())]
 
     def anthropic_tools(self) -> list[AnthropicToolParam]:
         """``[exec, wait]`` for the Anthropic Messages API ``tools`` parameter."""
-        exec_tool = anthropic_exec_tool(
-            self._definitions,
-            namespace_descriptions=self._namespaces,
-            deferred=self._deferred,
-            push=self._push,
-        )
-        return [exec_tool, anthropic_wait_tool(**self._wait_options())]
+        return self._toolset.anthropic_tools(push=self._push, idle_floor_ms=self._idle_floor_ms)
 
     def mcp_tools(self) -> list[dict[str, Any]]:
         """``[exec, wait]`` as MCP tool definitions (``tools/list``)."""
-        exec_tool = mcp_exec_tool(
-            self._definitions,
-            namespace_descriptions=self._namespaces,
-            deferred=self._deferred,
-            push=self._push,
-        )
-        return [exec_tool, mcp_wait_tool(**self._wait_options())]
-
-    def _wait_options(self) -> dict[str, Any]:
-        return {"push": self._push, "idle_floor_ms": self._idle_floor_ms}
+        return self._toolset.mcp_tools(push=self._push, idle_floor_ms=self._idle_floor_ms)
 
     # -- calls ---------------------------------------------------------------------
 
     def _check_entered(self) -> None:
-        if not self._entered:
+        if self._exit_stack is None:
             raise RuntimeError("use the session as `async with CodeModeSession(...) as cm:`")
 
     @trio_side
@@ -473,8 +395,9 @@ class CodeModeSession:
         )
         mode = YieldAfter(resolve_yield_time_ms(requested, self._max_yield_time_ms) / 1000)
         request = ExecuteRequest(
-            tool_call_id=call_id, enabled_tools=self._enabled, source=parsed.source
+            tool_call_id=call_id, enabled_tools=self._toolset.enabled, source=parsed.source
         )
+        runtime_at = trio.current_time()
         try:
             started = await self._runtime.execute(request, mode)
         except CodeModeError as error:
@@ -484,7 +407,7 @@ class CodeModeSession:
             self._handed_back[started.cell_id] = _HandedBack(call_id, max_tokens, started_at)
         event = await started.initial_event()
         self._note_result(started.cell_id, event)
-        return self._format(event, started_at, started.cell_id, max_tokens)
+        return self._format(event, started_at, started.cell_id, max_tokens, runtime_at)
 
     @trio_side
     async def wait(
@@ -503,6 +426,7 @@ class CodeModeSession:
         self._check_entered()
         started_at = trio.current_time()
         cell = CellId(cell_id)
+        runtime_at = trio.current_time()
         try:
             if terminate:
                 event = await self._runtime.terminate(cell)
@@ -516,7 +440,7 @@ class CodeModeSession:
             # for the push, which removes it.)
             return self._format(str(error), started_at, cell_id, max_tokens)
         self._note_result(cell, event)
-        return self._format(event, started_at, cell_id, max_tokens)
+        return self._format(event, started_at, cell_id, max_tokens, runtime_at)
 
     @trio_side
     async def preempt(self, cell_id: str) -> bool:
@@ -567,14 +491,27 @@ class CodeModeSession:
         await self._runtime.shutdown()
 
     def _format(
-        self, result: CellEvent | str, started_at: float, cell_id: str, max_tokens: int
+        self,
+        result: CellEvent | str,
+        started_at: float,
+        cell_id: str,
+        max_tokens: int,
+        runtime_at: float | None = None,
     ) -> list[OutputItem]:
+        """``runtime_at``: when the call handed over to the runtime, for the timing of
+        ``show_cell_overhead`` (the runtime's time is from then to now)."""
+        now = trio.current_time()
         return format_result(
             result,
-            wall_time=max(0.0, trio.current_time() - started_at),
+            wall_time=max(0.0, now - started_at),
             cell_id=cell_id,
             max_output_tokens=max_tokens,
             push=self._push,
+            code_mode_time=(
+                max(0.0, now - runtime_at)
+                if self._show_overhead and runtime_at is not None
+                else None
+            ),
         )
 
     # -- push ----------------------------------------------------------------------
@@ -615,8 +552,4 @@ class CodeModeSession:
         )
         outcome = self._on_finished(CellFinished(cell_id, record.call_id, items))
         if inspect.isawaitable(outcome):
-            await on_host(outcome)
-
-
-# `PythonTool` satisfies `NestedTool`; checked here so a change to either is caught.
-_check: type[NestedTool] = PythonTool
+            await on_host(outcome)  # under asyncio: on the asyncio loop
