@@ -42,8 +42,8 @@ def default_engines() -> list[Any]:
 def code_mode_v8_flags() -> list[str]:
     """The V8 flags code_mode initialises V8 with (read without initialising it)."""
     try:
-        from code_mode._engine._native_library import V8_FLAGS
+        from code_mode._v8._native_library import V8_FLAGS
     except ImportError:  # a code_mode from before the library had a module of its own
-        from code_mode._engine._native import V8_FLAGS
+        from code_mode._v8._native import V8_FLAGS
 
     return list(V8_FLAGS)

@@ -41,7 +41,7 @@ import trio
 from ._cell import Cell, CellHost, Observer, OneShot
 from ._config import RuntimeConfig
 from ._delegate import SessionRuntimeDelegate, describe_exception
-from ._engine import Engine, default_engine
+from ._engine import Engine, SessionSeat, default_engine
 from ._errors import DuplicateCell, MissingCell, ShuttingDown
 from ._types import CellEvent, CellId, Completed, ExecuteRequest, ObserveMode
 
@@ -140,6 +140,8 @@ class SessionRuntime:
         self._exit_stack: AsyncExitStack | None = None
         self._nursery: trio.Nursery | None = None
         self._host: CellHost | None = None
+        #: Where its cells run on the engine (from entering; for diagnostics and tests).
+        self._seat: SessionSeat | None = None
 
     @property
     def config(self) -> RuntimeConfig:
@@ -183,7 +185,7 @@ class SessionRuntime:
             )
         # Where this session's cells run (EngineConfig.session_placement): all on one
         # worker process, given up when the block ends.
-        seat = self._engine.seat_session()
+        seat = self._seat = self._engine.seat_session()
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery

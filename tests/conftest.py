@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from code_mode._engine._native import live_isolate_count
+from code_mode._v8._native import live_isolate_count
 
 from .native_child import cpu_description
 

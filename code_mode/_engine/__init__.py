@@ -15,11 +15,12 @@ session runtime import from here, never from the underscored modules beside it):
 * :class:`IsolateUnavailable` -- no isolate could be had (V8 could not create one, its
   worker process died, or its engine is closed).
 
-A worker process imports only ``_native``, ``_wire``, ``_confine`` and
-``_worker_process_main`` (its bootstrap registers this package without running this
-file), so it starts without trio or attrs.
+What runs inside a worker process (V8, the JavaScript runtime, the wire protocol) is
+the worker half, ``code_mode._v8``, below this package; a worker imports nothing of
+this one, so it starts without trio or attrs.
 """
 
+from .._v8 import IsolateUnavailable
 from ._backend import IsolateSource
 from ._bridge import (
     BufferMemoryExceeded,
@@ -37,8 +38,8 @@ from ._bridge import (
     json_depth_exceeds,
 )
 from ._default import default_engine
-from ._native import IsolateUnavailable
-from .engine import Engine, EngineConfig, SessionSeat
+from .config import EngineConfig
+from .engine import Engine, SessionSeat
 from .isolate import EngineListener, Isolate
 
 __all__ = [

@@ -19,8 +19,9 @@ from typing import Literal
 
 import trio
 
-from ._native import IsolateUnavailable
-from .engine import Engine, EngineConfig
+from .._v8 import IsolateUnavailable
+from .config import EngineConfig
+from .engine import Engine
 
 logger = logging.getLogger("code_mode")
 

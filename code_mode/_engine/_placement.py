@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Literal
 
 import trio
 
-from ._native import IsolateUnavailable
+from .._v8 import IsolateUnavailable
 
 if TYPE_CHECKING:
     from ._warm import WarmIsolates

@@ -11,16 +11,20 @@ session's next cell finds one ready on the worker it is placed on.
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import os
 
 import trio
 
+from .._v8 import IsolateLimits, IsolateUnavailable
 from ._backend import IsolateHandle, IsolateSink
-from ._native import IsolateUnavailable
-from ._placement import Place, Placer, Seat, SessionPlacement
+from ._placement import Place, Placer, Seat
 from ._warm import WarmIsolates
 from ._worker_process import RemoteIsolate, WorkerProcess
+from .config import EngineConfig
+
+logger = logging.getLogger("code_mode")
 
 
 class _OnWorker:
@@ -30,103 +34,40 @@ class _OnWorker:
         self._pool = pool
         self._worker = worker
 
-    async def create_isolate(
-        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
-    ) -> IsolateHandle:
-        return await self._pool.create_on(
-            self._worker,
-            sink,
-            memory_limit_bytes=memory_limit_bytes,
-            max_message_chars=max_message_chars,
-        )
+    async def create_isolate(self, sink: IsolateSink, limits: IsolateLimits) -> IsolateHandle:
+        return await self._pool.create_on(self._worker, sink, limits)
 
-    def take_ready_isolate(
-        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
-    ) -> IsolateHandle | None:
+    def take_ready_isolate(self, sink: IsolateSink, limits: IsolateLimits) -> IsolateHandle | None:
         return None
 
     async def aclose(self) -> None:
         return None
 
 
-class _SeatedIsolate:
-    """An isolate of a session: closing it tells the placement (an exclusive worker
-    may be free then)."""
-
-    __slots__ = ("_handle", "_place", "_pool", "_seat", "_temporary")
-
-    def __init__(
-        self, handle: IsolateHandle, pool: ProcessPool, place: Place, seat: Seat, temporary: bool
-    ) -> None:
-        self._handle = handle
-        self._pool = pool
-        self._place = place
-        self._seat = seat
-        self._temporary = temporary
-
-    def post(self, code: str, tag: int, quiet: bool = False, probe: int | None = None) -> None:
-        self._handle.post(code, tag, quiet, probe)
-
-    def cancel(self, tag: int) -> None:
-        self._handle.cancel(tag)
-
-    def set_limits(self, memory_limit_bytes: int, max_message_chars: int) -> None:
-        self._handle.set_limits(memory_limit_bytes, max_message_chars)
-
-    def collect_output(self) -> None:
-        pass  # a worker process keeps no output back (see NativeIsolate._deliver)
-
-    async def close(self) -> None:
-        try:
-            await self._handle.close()
-        finally:
-            self._pool.isolate_closed(self._place, self._seat, self._temporary)
-
-
 class ProcessPool:
-    """Up to ``size`` worker processes, sessions placed on them (see the module). Dead
-    workers are dropped and replaced on demand; a worker that has hosted
-    ``recycle_after`` isolates is retired (it takes no new ones and exits once its
-    last one closes), and the sessions placed on it move for their next cells."""
+    """Up to ``config.worker_processes`` worker processes, sessions placed on them (see
+    the module). Dead workers are dropped and replaced on demand; a worker that has
+    hosted ``config.recycle_after_cells`` isolates is retired (it takes no new ones and
+    exits once its last one closes), and the sessions placed on it move for their next
+    cells. Warm isolates are built with ``warm_limits``."""
 
     def __init__(
-        self,
-        nursery: trio.Nursery,
-        size: int,
-        *,
-        placement: SessionPlacement = "shared",
-        wait_timeout: float = 10.0,
-        isolates_per_worker: float = math.inf,
-        recycle_after: float = math.inf,
-        memory_limit: int | None = None,
-        heartbeat_timeout: float = 10.0,
-        close_timeout: float = 2.0,
-        confine: bool = True,
-        parallel_creates: int = 1,
-        warm_isolates: int = 0,
-        warm_memory_limit_bytes: int = 256 * 1024 * 1024,
-        warm_max_message_chars: int = 16 * 1024 * 1024,
+        self, nursery: trio.Nursery, config: EngineConfig, *, warm_limits: IsolateLimits
     ) -> None:
         self._nursery = nursery
-        self._size = size
-        self._recycle_after = recycle_after
-        self.memory_limit = memory_limit
-        self.heartbeat_timeout = heartbeat_timeout
-        self.close_timeout = close_timeout
-        self.confine = confine
-        #: How many isolates a worker builds at once (EngineConfig.warm_isolates_burst).
-        self.parallel_creates = parallel_creates
-        self._warm_count = warm_isolates
-        self._warm_limits = (warm_memory_limit_bytes, warm_max_message_chars)
-        self.warned_unconfined = False
+        self._config = config
+        recycle = config.recycle_after_cells
+        self._recycle_after = math.inf if recycle is None else recycle
+        self._warm_limits = warm_limits
+        self._warned_unconfined = False
         self.workers: list[WorkerProcess] = []
         self._places: dict[WorkerProcess, Place] = {}
         self.placer = Placer(
-            placement,
-            size,
+            config.session_placement,
+            config.worker_processes,
             start_worker=self._start_worker,
-            isolates_per_worker=isolates_per_worker,
-            wait_timeout=wait_timeout,
+            isolates_per_worker=config.isolates_per_worker,
+            wait_timeout=config.worker_wait_timeout,
         )
         self._ids = itertools.count(1)
         self._closed = False
@@ -134,24 +75,36 @@ class ProcessPool:
     def _start_worker(self) -> Place:
         """A new worker, usable at once: frames sent before its process is up wait in
         its queue, and a failure to start fails what was asked of it."""
-        worker = WorkerProcess(self)
+        worker = WorkerProcess(
+            self._config,
+            died=self._worker_died,
+            retired=self.worker_retired,
+            unconfined=self._warn_unconfined,
+        )
         self.workers.append(worker)
         place = Place(worker)
         self._places[worker] = place
         self.placer.places.append(place)
         self._nursery.start_soon(worker.run)
-        if self._warm_count > 0:
-            memory, max_message = self._warm_limits
+        if self._config.warm_isolates > 0:
             place.warm = WarmIsolates(
                 _OnWorker(self, worker),
                 self._nursery,
-                count=self._warm_count,
-                burst=self.parallel_creates,
-                memory_limit_bytes=memory,
-                max_message_chars=max_message,
+                count=self._config.warm_isolates,
+                burst=self._config.warm_isolates_burst,
+                limits=self._warm_limits,
             )
             place.warm.refill()
         return place
+
+    def _warn_unconfined(self, missing: list[str]) -> None:
+        if not self._warned_unconfined:
+            self._warned_unconfined = True
+            logger.warning(
+                "code_mode worker processes run unconfined in part: no %s "
+                "(see docs/security.md, 'Confinement of worker processes')",
+                ", ".join(missing),
+            )
 
     def _worker_died(self, worker: WorkerProcess) -> None:
         if worker in self.workers:
@@ -190,12 +143,7 @@ class ProcessPool:
     # -- isolates --------------------------------------------------------------------
 
     def take_ready_isolate(
-        self,
-        sink: IsolateSink,
-        *,
-        memory_limit_bytes: int,
-        max_message_chars: int,
-        seat: Seat | None = None,
+        self, sink: IsolateSink, limits: IsolateLimits, *, seat: Seat | None = None
     ) -> IsolateHandle | None:
         """A warm isolate on the worker ``seat``'s session goes to, if one is ready
         there now (never waits). Without a seat, the isolate is a session of its own."""
@@ -210,21 +158,15 @@ class ProcessPool:
             return None  # create_isolate says so
         if place is None or place.warm is None or not place.usable:
             return None
-        handle = place.warm.take_ready_isolate(
-            sink, memory_limit_bytes=memory_limit_bytes, max_message_chars=max_message_chars
-        )
+        handle = place.warm.take_ready_isolate(sink, limits)
         if handle is None:
             return None
         self.placer.opened(place, seat)
-        return _SeatedIsolate(handle, self, place, seat, temporary)
+        self._seated(handle, place, seat, temporary)
+        return handle
 
     async def create_isolate(
-        self,
-        sink: IsolateSink,
-        *,
-        memory_limit_bytes: int,
-        max_message_chars: int,
-        seat: Seat | None = None,
+        self, sink: IsolateSink, limits: IsolateLimits, *, seat: Seat | None = None
     ) -> IsolateHandle:
         """An isolate on the worker ``seat``'s session goes to (waiting for a free
         worker in ``"exclusive"`` placement). Without a seat, the isolate is a session
@@ -238,20 +180,19 @@ class ProcessPool:
         self.placer.opened(place, seat)
         try:
             if place.warm is not None:
-                handle = await place.warm.create_isolate(
-                    sink, memory_limit_bytes=memory_limit_bytes, max_message_chars=max_message_chars
-                )
+                handle = await place.warm.create_isolate(sink, limits)
             else:
-                handle = await self.create_on(
-                    place.worker,
-                    sink,
-                    memory_limit_bytes=memory_limit_bytes,
-                    max_message_chars=max_message_chars,
-                )
+                handle = await self.create_on(place.worker, sink, limits)
         except BaseException:
             self.isolate_closed(place, seat, temporary)
             raise
-        return _SeatedIsolate(handle, self, place, seat, temporary)
+        self._seated(handle, place, seat, temporary)
+        return handle
+
+    def _seated(self, handle: IsolateHandle, place: Place, seat: Seat, temporary: bool) -> None:
+        """``handle`` is an isolate of ``seat``'s session: closing it tells the
+        placement (an exclusive worker may be free then)."""
+        handle.when_closed(lambda: self.isolate_closed(place, seat, temporary))
 
     def isolate_closed(self, place: Place, seat: Seat, temporary: bool) -> None:
         self.placer.closed(place, seat)
@@ -263,12 +204,7 @@ class ProcessPool:
         self.placer.release(seat)
 
     async def create_on(
-        self,
-        worker: WorkerProcess,
-        sink: IsolateSink,
-        *,
-        memory_limit_bytes: int,
-        max_message_chars: int,
+        self, worker: WorkerProcess, sink: IsolateSink, limits: IsolateLimits
     ) -> IsolateHandle:
         """A new isolate on ``worker`` (raises ``IsolateUnavailable``)."""
         if self._closed:
@@ -283,30 +219,28 @@ class ProcessPool:
             worker.retire()
         isolate_id = next(self._ids)
         try:
-            await worker.create(isolate_id, sink, memory_limit_bytes, max_message_chars)
+            await worker.create(isolate_id, sink, limits)
         except IsolateUnavailable:
             worker.retire_if_idle()
             raise
         return RemoteIsolate(worker, isolate_id)
 
-    async def create_alone(
-        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
-    ) -> IsolateHandle:
+    async def create_alone(self, sink: IsolateSink, limits: IsolateLimits) -> IsolateHandle:
         """An isolate on a new worker process that takes no other isolate and exits
         when this one closes (no place: nobody is seated there; beyond ``size``, as
         it lives only as long as the one cell replayed there)."""
         if self._closed:
             raise IsolateUnavailable("exec runtime is not available: its engine is closed")
-        worker = WorkerProcess(self)
+        worker = WorkerProcess(
+            self._config,
+            died=self._worker_died,
+            retired=self.worker_retired,
+            unconfined=self._warn_unconfined,
+        )
         self.workers.append(worker)
         self._nursery.start_soon(worker.run)
         try:
-            handle = await self.create_on(
-                worker,
-                sink,
-                memory_limit_bytes=memory_limit_bytes,
-                max_message_chars=max_message_chars,
-            )
+            handle = await self.create_on(worker, sink, limits)
         finally:
             worker.retiring = True  # exits once its one isolate is closed
             worker.retire_if_idle()

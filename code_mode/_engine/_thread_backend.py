@@ -13,9 +13,9 @@ from typing import Any
 
 import trio
 
-from ._backend import IsolateHandle, IsolateSink
+from .._v8 import IsolateLimits, NativeIsolate, Outcome
+from ._backend import HandleBase, IsolateHandle, IsolateSink
 from ._blocking_threads import BlockingWorkers
-from ._native import NativeIsolate
 
 
 class _ReportQueue:
@@ -50,10 +50,13 @@ class _ReportQueue:
                 self._sink.on_task(*report)
 
 
-class _ThreadIsolate:
+class _ThreadIsolate(HandleBase):
+    __slots__ = ("_disposer", "_native", "_reports")
+
     def __init__(
         self, native: NativeIsolate, disposer: BlockingWorkers, reports: _ReportQueue
     ) -> None:
+        super().__init__()
         self._native = native
         self._disposer = disposer
         self._reports = reports
@@ -64,8 +67,8 @@ class _ThreadIsolate:
     def cancel(self, tag: int) -> None:
         self._native.cancel(tag)
 
-    def set_limits(self, memory_limit_bytes: int, max_message_chars: int) -> None:
-        self._native.set_limits(memory_limit_bytes, max_message_chars)
+    def set_limits(self, limits: IsolateLimits) -> None:
+        self._native.set_limits(limits)
 
     def collect_output(self) -> None:
         # Queued behind the reports not yet handed over, then all of them handed over:
@@ -73,7 +76,7 @@ class _ThreadIsolate:
         self._native.flush_output()
         self._reports.drain()
 
-    async def close(self) -> None:
+    async def _close(self) -> None:
         await self._disposer.run(self._native.close)
 
 
@@ -96,21 +99,18 @@ class ThreadBackend:
         # than start a thread each.
         self._creating = trio.Semaphore(parallel_creates)
 
-    async def create_isolate(
-        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
-    ) -> IsolateHandle:
+    async def create_isolate(self, sink: IsolateSink, limits: IsolateLimits) -> IsolateHandle:
         reports = _ReportQueue(trio.lowlevel.current_trio_token(), sink)
 
         def on_batch(text: str | None) -> None:
             reports.put((text,))
 
-        def on_task(tag: int, outcome: str, detail: str) -> None:
+        def on_task(tag: int, outcome: Outcome, detail: str) -> None:
             reports.put((tag, outcome, detail))
 
         def build() -> NativeIsolate:
             return NativeIsolate(
-                memory_limit_bytes=memory_limit_bytes,
-                max_message_chars=max_message_chars,
+                limits=limits,
                 on_batch=on_batch,
                 on_task=on_task,
                 keep_output=True,  # see collect_output
@@ -120,9 +120,7 @@ class ThreadBackend:
             native = await self._worker.run(build)
         return _ThreadIsolate(native, self._disposer, reports)
 
-    def take_ready_isolate(
-        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
-    ) -> IsolateHandle | None:
+    def take_ready_isolate(self, sink: IsolateSink, limits: IsolateLimits) -> IsolateHandle | None:
         return None  # nothing is built ahead here (see WarmIsolates)
 
     async def aclose(self) -> None:

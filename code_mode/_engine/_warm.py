@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import trio
 
+from .._v8 import TASK_OK, IsolateLimits, IsolateUnavailable, Outcome
 from ._backend import IsolateBackend, IsolateHandle, IsolateSink
-from ._native import TASK_OK, IsolateUnavailable
 
 
 class _SinkSlot:
@@ -24,12 +24,12 @@ class _SinkSlot:
         if self.target is not None:
             self.target.on_batch(text)
 
-    def on_task(self, tag: int, outcome: str, detail: str) -> None:
+    def on_task(self, tag: int, outcome: Outcome, detail: str) -> None:
         if self.target is not None:
             self.target.on_task(tag, outcome, detail)
         if outcome == TASK_OK:
             # Not on an interrupted evaluation: the cell is terminating or failing,
-            # and closes the isolate next (see _TakenIsolate.close).
+            # and closes the isolate next, which counts too (see WarmIsolates._take).
             self.first_task_done()
 
     def first_task_done(self) -> None:
@@ -84,16 +84,14 @@ class WarmIsolates:
         nursery: trio.Nursery,
         *,
         count: int,
-        memory_limit_bytes: int,
-        max_message_chars: int,
+        limits: IsolateLimits,
         burst: int = 1,
     ) -> None:
         self._backend = backend
         self._nursery = nursery
         self._count = count
         self._burst = max(count, burst)
-        self._memory_limit_bytes = memory_limit_bytes
-        self._max_message_chars = max_message_chars
+        self._limits = limits
         self._ready: list[tuple[_SinkSlot, IsolateHandle]] = []
         self._filling = 0
         self._fill_done = trio.Event()
@@ -166,11 +164,7 @@ class WarmIsolates:
                 self._waiting_fills.remove(go)
             handle = None
             if not self._closed:
-                handle = await self._backend.create_isolate(
-                    slot,
-                    memory_limit_bytes=self._memory_limit_bytes,
-                    max_message_chars=self._max_message_chars,
-                )
+                handle = await self._backend.create_isolate(slot, self._limits)
         except IsolateUnavailable:
             handle = None
         finally:
@@ -184,12 +178,10 @@ class WarmIsolates:
         else:
             self._ready.append((slot, handle))
 
-    async def create_isolate(
-        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
-    ) -> IsolateHandle:
+    async def create_isolate(self, sink: IsolateSink, limits: IsolateLimits) -> IsolateHandle:
         waited = False
         while True:
-            taken = self._take(sink, memory_limit_bytes, max_message_chars, waited=waited)
+            taken = self._take(sink, limits, waited=waited)
             if taken is not None:
                 return taken
             if not self._filling or self._closed:
@@ -199,30 +191,26 @@ class WarmIsolates:
             waited = True
             self._hurry()
             await self._fill_done.wait()
-        handle = await self._backend.create_isolate(
-            sink, memory_limit_bytes=memory_limit_bytes, max_message_chars=max_message_chars
-        )
+        handle = await self._backend.create_isolate(sink, limits)
         self.refill(burst=True)
         return handle
 
-    def take_ready_isolate(
-        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
-    ) -> IsolateHandle | None:
-        return self._take(sink, memory_limit_bytes, max_message_chars, waited=False)
+    def take_ready_isolate(self, sink: IsolateSink, limits: IsolateLimits) -> IsolateHandle | None:
+        return self._take(sink, limits, waited=False)
 
     def _take(
-        self, sink: IsolateSink, memory_limit_bytes: int, max_message_chars: int, *, waited: bool
+        self, sink: IsolateSink, limits: IsolateLimits, *, waited: bool
     ) -> IsolateHandle | None:
         while self._ready:
             slot, handle = self._ready.pop(0)
             if slot.crashed:
                 continue
-            if (memory_limit_bytes, max_message_chars) != (
-                self._memory_limit_bytes,
-                self._max_message_chars,
-            ):
-                handle.set_limits(memory_limit_bytes, max_message_chars)
+            if limits != self._limits:
+                handle.set_limits(limits)
             slot.target = sink
+            # Closing it counts as the end of its first evaluation for the refill (a
+            # short cell may be closed before that is reported).
+            handle.when_closing(slot.first_task_done)
             self._taken += 1
             # Cells that find the pool empty come faster than isolates are built
             # (say, back to back): then the replacement is built at once, beside
@@ -232,7 +220,7 @@ class WarmIsolates:
                 self.refill(burst=True)
             else:
                 self.refill(after=slot)
-            return _TakenIsolate(handle, slot)
+            return handle
         return None
 
     async def wait_until_filled(self) -> None:
@@ -253,28 +241,3 @@ class WarmIsolates:
             ready, self._ready = self._ready, []
             for _slot, handle in ready:
                 await handle.close()
-
-
-class _TakenIsolate:
-    """A warm isolate handed to a cell. Closing it counts as the end of its first
-    evaluation for the refill (a short cell may be closed before that is reported)."""
-
-    def __init__(self, handle: IsolateHandle, slot: _SinkSlot) -> None:
-        self._handle = handle
-        self._slot = slot
-
-    def post(self, code: str, tag: int, quiet: bool = False, probe: int | None = None) -> None:
-        self._handle.post(code, tag, quiet, probe)
-
-    def cancel(self, tag: int) -> None:
-        self._handle.cancel(tag)
-
-    def set_limits(self, memory_limit_bytes: int, max_message_chars: int) -> None:
-        self._handle.set_limits(memory_limit_bytes, max_message_chars)
-
-    def collect_output(self) -> None:
-        self._handle.collect_output()
-
-    async def close(self) -> None:
-        self._slot.first_task_done()
-        await self._handle.close()

@@ -1,11 +1,15 @@
 """One JavaScript worker process, supervised from the host (``isolation="process"``).
 
 A pool of these (:mod:`._process_pool`) belongs to an engine; each worker
-(:mod:`._worker_process_main` is its side) is started and supervised with trio. Each
-worker hosts many isolates and speaks the framed protocol of :mod:`._wire` over its
-stdin/stdout. Per worker, two trio tasks run in the pool's
-nursery: a *writer* that drains a queue of frames into the pipe (so ``post`` and
-``cancel`` never block), and a *reader* that dispatches reports to the isolates' sinks.
+(``code_mode._v8._worker_process_main`` is its side) is started and supervised with
+trio. Each worker hosts many isolates and speaks the framed protocol of
+``code_mode._v8`` (each frame defined once there, for both ends) over its stdin/stdout.
+A worker knows nothing of its pool: it takes the engine's :class:`EngineConfig` as it
+is, and tells whoever started it that it died or retired through the callbacks it was
+given (the pool asks; the worker never reaches back into it). Per worker, two trio
+tasks run in the pool's nursery: a *writer* that drains a queue of frames into the pipe
+(so ``post`` and ``cancel`` never block), and a *reader* that dispatches reports to the
+isolates' sinks.
 
 When a worker dies (V8 aborts on a fatal out-of-memory, someone kills it, ...), its
 reader sees the pipe close; every isolate it hosted is told
@@ -22,26 +26,39 @@ fail the same way, with the reason naming the setting.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import trio
 
-if TYPE_CHECKING:
-    from ._process_pool import ProcessPool
-
-from ._backend import IsolateSink
-from ._native import IsolateUnavailable
-from ._wire import FrameError, FrameReader, frame, post_frame
+from .._v8 import (
+    BOOTSTRAP,
+    Batch,
+    Cancel,
+    Close,
+    Closed,
+    Create,
+    Created,
+    FrameError,
+    FrameReader,
+    HostFrame,
+    IsolateLimits,
+    IsolateUnavailable,
+    Ping,
+    Pong,
+    Post,
+    Ready,
+    SetLimits,
+    Task,
+    WorkerFrame,
+)
+from ._backend import HandleBase, IsolateSink
 from ._worker_death import death_notices
-from ._worker_process_main import BOOTSTRAP
-
-logger = logging.getLogger("code_mode")
+from .config import EngineConfig
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
 _STDERR_TAIL = 4096
@@ -84,10 +101,24 @@ class _PendingCreate:
 
 
 class WorkerProcess:
-    """One worker process and the isolates it hosts."""
+    """One worker process and the isolates it hosts, run by ``config`` (its
+    ``confine_workers``, ``warm_isolates_burst``, ``worker_memory_limit_bytes``,
+    ``worker_heartbeat_timeout`` and ``isolate_close_timeout``). ``died`` is called once
+    when it is gone, ``retired`` when it stops taking new isolates, ``unconfined`` with
+    what of the confinement the worker could not apply."""
 
-    def __init__(self, pool: ProcessPool) -> None:
-        self._pool = pool
+    def __init__(
+        self,
+        config: EngineConfig,
+        *,
+        died: Callable[[WorkerProcess], None],
+        retired: Callable[[WorkerProcess], None],
+        unconfined: Callable[[list[str]], None],
+    ) -> None:
+        self._config = config
+        self._died = died
+        self._retired = retired
+        self._unconfined = unconfined
         self._process: trio.Process | None = None
         self._send, self._receive = trio.open_memory_channel[bytes](float("inf"))
         # Frames go straight into the pipe (non-blocking) while the writer task has
@@ -128,8 +159,8 @@ class WorkerProcess:
                     "-c",
                     BOOTSTRAP,
                     _PACKAGE_DIR,
-                    "confine" if self._pool.confine else "none",
-                    str(self._pool.parallel_creates),
+                    "confine" if self._config.confine_workers else "none",
+                    str(self._config.warm_isolates_burst),
                 ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -194,8 +225,8 @@ class WorkerProcess:
         """Kill the worker when it is above its memory limit or stops answering."""
         assert self._process is not None
         pid = self._process.pid
-        limit = self._pool.memory_limit
-        timeout = self._pool.heartbeat_timeout
+        limit = self._config.worker_memory_limit_bytes
+        timeout = self._config.worker_heartbeat_timeout
         interval = timeout / 4
         self._last_pong = next_ping = trio.current_time()
         while True:
@@ -207,7 +238,7 @@ class WorkerProcess:
                 )
                 return
             if now >= next_ping:
-                self.send({"op": "ping"})
+                self.send(Ping())
                 next_ping = now + interval
             if limit is not None:
                 resident = resident_bytes(pid)
@@ -224,54 +255,46 @@ class WorkerProcess:
         reader = FrameReader()
         try:
             async for data in self._process.stdout:
-                for header, body in reader.feed(data):
-                    self._dispatch(header, body)
+                for report in reader.feed(data):
+                    self._dispatch(report)  # type: ignore[arg-type]
         except (trio.BrokenResourceError, trio.ClosedResourceError, FrameError):
             pass
 
-    def _dispatch(self, header: dict[str, Any], body: str | None) -> None:
-        event = header.get("ev")
-        isolate_id = int(header.get("id", -1))
-        if event == "batch":
-            sink = self._sinks.get(isolate_id)
+    def _dispatch(self, report: WorkerFrame) -> None:
+        if isinstance(report, Batch):
+            sink = self._sinks.get(report.id)
             if sink is not None:
-                sink.on_batch(None if header.get("oversized") else (body or ""))
-        elif event == "task":
-            sink = self._sinks.get(isolate_id)
+                sink.on_batch(report.text)
+        elif isinstance(report, Task):
+            sink = self._sinks.get(report.id)
             if sink is not None:
-                sink.on_task(int(header["tag"]), str(header["outcome"]), str(header["detail"]))
-        elif event == "pong":
+                sink.on_task(report.tag, report.outcome, report.detail)
+        elif isinstance(report, Pong):
             self._last_pong = trio.current_time()
-        elif event == "ready":
-            unconfined = header.get("unconfined")
-            if unconfined and self._pool.confine and not self._pool.warned_unconfined:
-                self._pool.warned_unconfined = True
-                logger.warning(
-                    "code_mode worker processes run unconfined in part: no %s "
-                    "(see docs/security.md, 'Confinement of worker processes')",
-                    ", ".join(map(str, unconfined)),
-                )
+        elif isinstance(report, Ready):
+            if report.unconfined and self._config.confine_workers:
+                self._unconfined(report.unconfined)
             self.ready = True
             self.ready_event.set()
-        elif event == "created":
-            pending = self._creating.pop(isolate_id, None)
+        elif isinstance(report, Created):
+            pending = self._creating.pop(report.id, None)
             if pending is not None:
-                pending.error = header.get("error")
+                pending.error = report.error
                 pending.done.set()
                 if pending.abandoned:
                     if pending.error is None:
-                        self.send({"op": "close", "id": isolate_id})
+                        self.send(Close(report.id))
                     self.retire_if_idle()
                 elif pending.error is None:
                     # Hosted from now on, in the same step that took it out of
                     # _creating: were it registered only when create() resumes, a
                     # retiring worker could see a load of 0 in between (another
                     # isolate's "closed" in the same read) and shut down under it.
-                    self._sinks[isolate_id] = pending.sink
-        elif event == "closed":
-            self._sinks.pop(isolate_id, None)
-            self._stuck.discard(isolate_id)
-            closing = self._closing.pop(isolate_id, None)
+                    self._sinks[report.id] = pending.sink
+        elif isinstance(report, Closed):
+            self._sinks.pop(report.id, None)
+            self._stuck.discard(report.id)
+            closing = self._closing.pop(report.id, None)
             if closing is not None:
                 closing.set()
             self.retire_if_idle()
@@ -279,7 +302,7 @@ class WorkerProcess:
     def retire(self) -> None:
         """Take no new isolates from now on; exit once the last one is closed."""
         self.retiring = True
-        self._pool.worker_retired(self)
+        self._retired(self)
 
     def retire_if_idle(self) -> None:
         if self.retiring and self.load == 0:
@@ -321,16 +344,15 @@ class WorkerProcess:
         for closing in self._closing.values():
             closing.set()
         self._closing.clear()
-        self._pool._worker_died(self)
+        self._died(self)
 
     # -- used by RemoteIsolate -----------------------------------------------------
 
-    def send(self, header: dict[str, Any], body: str | None = None) -> None:
-        if self.alive:
-            self.send_frame(frame(header, body))
-
-    def send_frame(self, data: bytes) -> None:
-        """Send one encoded frame (see :mod:`._wire`)."""
+    def send(self, command: HostFrame) -> None:
+        """Send one frame (never blocks)."""
+        if not self.alive:
+            return
+        data = command.encode()
         if not self.alive:
             return
         fd = self._stdin_fd
@@ -348,12 +370,10 @@ class WorkerProcess:
             self._send.send_nowait(data)
             self._queued += 1
 
-    async def create(
-        self, isolate_id: int, sink: IsolateSink, memory: int, max_message: int
-    ) -> None:
+    async def create(self, isolate_id: int, sink: IsolateSink, limits: IsolateLimits) -> None:
         pending = _PendingCreate(sink)
         self._creating[isolate_id] = pending
-        self.send({"op": "create", "id": isolate_id, "memory": memory, "max_message": max_message})
+        self.send(Create(isolate_id, limits))
         try:
             await pending.done.wait()
         except trio.Cancelled:
@@ -363,16 +383,13 @@ class WorkerProcess:
                 pending.abandoned = True
             elif self._sinks.pop(isolate_id, None) is not None:
                 # It arrived, but nobody will use it.
-                self.send({"op": "close", "id": isolate_id})
+                self.send(Close(isolate_id))
                 self.retire_if_idle()
             raise
         if pending.error is not None:
             raise IsolateUnavailable(pending.error)
         if not self.alive:  # pragma: no cover - died right after creating
             raise IsolateUnavailable("exec runtime ended unexpectedly")
-
-    def set_limits(self, isolate_id: int, memory: int, max_message: int) -> None:
-        self.send({"op": "limits", "id": isolate_id, "memory": memory, "max_message": max_message})
 
     async def close_isolate(self, isolate_id: int) -> None:
         if not self.alive or isolate_id not in self._sinks:
@@ -381,8 +398,9 @@ class WorkerProcess:
             return
         closed = trio.Event()
         self._closing[isolate_id] = closed
-        self.send({"op": "close", "id": isolate_id})
-        with trio.CancelScope(shield=True), trio.move_on_after(self._pool.close_timeout):
+        self.send(Close(isolate_id))
+        timeout = self._config.isolate_close_timeout
+        with trio.CancelScope(shield=True), trio.move_on_after(timeout):
             await closed.wait()
         if not closed.is_set() and self.alive:
             # Stuck in a built-in that ignores termination: stop waiting for it, and
@@ -415,24 +433,27 @@ class WorkerProcess:
                 self._process.kill()
 
 
-class RemoteIsolate:
+class RemoteIsolate(HandleBase):
     """An :class:`IsolateHandle` for an isolate inside a worker process."""
 
+    __slots__ = ("_id", "_worker")
+
     def __init__(self, worker: WorkerProcess, isolate_id: int) -> None:
+        super().__init__()
         self._worker = worker
         self._id = isolate_id
 
     def post(self, code: str, tag: int, quiet: bool = False, probe: int | None = None) -> None:
-        self._worker.send_frame(post_frame(self._id, tag, code, quiet=quiet, probe=probe))
+        self._worker.send(Post(self._id, tag, code, quiet, probe))
 
     def cancel(self, tag: int) -> None:
-        self._worker.send({"op": "cancel", "id": self._id, "tag": tag})
+        self._worker.send(Cancel(self._id, tag))
 
-    def set_limits(self, memory_limit_bytes: int, max_message_chars: int) -> None:
-        self._worker.set_limits(self._id, memory_limit_bytes, max_message_chars)
+    def set_limits(self, limits: IsolateLimits) -> None:
+        self._worker.send(SetLimits(self._id, limits))
 
     def collect_output(self) -> None:
         pass  # a worker process keeps no output back (see NativeIsolate._deliver)
 
-    async def close(self) -> None:
+    async def _close(self) -> None:
         await self._worker.close_isolate(self._id)

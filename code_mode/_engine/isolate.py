@@ -27,6 +27,18 @@ from typing import Any, Protocol
 import trio
 
 from .._config import RuntimeConfig
+from .._v8 import (
+    DRAIN,
+    FIRST_PROGRAM_TAG,
+    QUEUED,
+    TASK_ERROR,
+    TASK_OK,
+    TASK_OOM,
+    TASK_TERMINATED,
+    IsolateLimits,
+    IsolateUnavailable,
+    Outcome,
+)
 from ._backend import IsolateHandle, IsolateSource
 from ._bridge import (
     ClockRead,
@@ -38,15 +50,6 @@ from ._bridge import (
     dumps,
 )
 from ._module_source import module_source
-from ._native import (
-    FIRST_PROGRAM_TAG,
-    QUEUED,
-    TASK_ERROR,
-    TASK_OK,
-    TASK_OOM,
-    TASK_TERMINATED,
-    IsolateUnavailable,
-)
 from ._syntax_error import syntax_error_text
 from .journal import Journal
 
@@ -58,9 +61,6 @@ from .journal import Journal
 #: a burst of results (``Promise.all``) into more, smaller batches.
 MAX_POSTS_IN_FLIGHT = 2
 
-#: The last call on an interrupted isolate: flush only the output it had queued.
-DRAIN = '[{"t":"drain"}]'
-
 #: How long a terminating isolate gets to hand over output it had queued but not yet
 #: sent, after its JavaScript was interrupted. A program spinning in its microtask
 #: queue never answers; it is then torn down without that last output.
@@ -71,6 +71,15 @@ DRAIN_TIMEOUT = 0.05
 MAX_REPLAYS = 3
 
 logger = logging.getLogger("code_mode.engine")
+
+
+def isolate_limits(config: RuntimeConfig) -> IsolateLimits:
+    """What an isolate of a session with ``config`` may use (the one place the
+    session's settings become the worker half's limits)."""
+    return IsolateLimits(
+        memory_limit_bytes=config.memory_limit_bytes,
+        max_message_chars=config.max_message_chars,
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -127,6 +136,7 @@ class Isolate:
     ) -> None:
         self._backend = backend
         self._config = config
+        self._limits = isolate_limits(config)
         # Replay (see journal.py): only where a worker process can die under a cell
         # that lives on, and with a nursery to rebuild the isolate in.
         self._nursery = nursery
@@ -160,20 +170,12 @@ class Isolate:
 
     async def create(self) -> None:
         """Create the isolate and install the prelude (raises ``IsolateUnavailable``)."""
-        self._native = await self._backend.create_isolate(
-            self,
-            memory_limit_bytes=self._config.memory_limit_bytes,
-            max_message_chars=self._config.max_message_chars,
-        )
+        self._native = await self._backend.create_isolate(self, self._limits)
 
     def take_ready(self) -> bool:
         """Take a warm isolate if one is ready now, without waiting (then no
         :meth:`create`); False when there is none."""
-        self._native = self._backend.take_ready_isolate(
-            self,
-            memory_limit_bytes=self._config.memory_limit_bytes,
-            max_message_chars=self._config.max_message_chars,
-        )
+        self._native = self._backend.take_ready_isolate(self, self._limits)
         return self._native is not None
 
     def _post(self, code: str) -> int:
@@ -364,7 +366,7 @@ class Isolate:
     def on_batch(self, text: str | None) -> None:
         self._on_batch(text)
 
-    def on_task(self, tag: int, outcome: str, detail: str) -> None:
+    def on_task(self, tag: int, outcome: Outcome, detail: str) -> None:
         self._on_task(tag, outcome, detail)
 
     def evaluating(self) -> bool:
@@ -425,16 +427,19 @@ class Isolate:
             create = self._backend.create_isolate
             if self._alone:
                 create = getattr(self._backend, "create_isolate_alone", create)
-            try:
-                native = await create(
-                    self,
-                    memory_limit_bytes=self._config.memory_limit_bytes,
-                    max_message_chars=self._config.max_message_chars,
-                )
-            except IsolateUnavailable as error:
-                self._recovery = None
-                self._fail(f"{message}; it could not be resumed on another worker: {error}")
-                return
+            # A worker may die while the new isolate is being made on it (another
+            # kill, the same cause): try again, a few times.
+            for attempt in range(MAX_REPLAYS):
+                try:
+                    native = await create(self, self._limits)
+                    break
+                except IsolateUnavailable as error:
+                    if attempt + 1 < MAX_REPLAYS:
+                        continue
+                    if self._recovery is scope:
+                        self._recovery = None
+                        self._fail(f"{message}; it could not be resumed on another worker: {error}")
+                    return
         if native is None or scope.cancelled_caught or self._recovery is not scope:
             if native is not None:
                 await native.close()
@@ -508,7 +513,7 @@ class Isolate:
         if violation is not None and not self._closed:
             self._fail(f"exec runtime sent an invalid message: {violation}")
 
-    def _on_task(self, tag: int, outcome: str, detail: str) -> None:
+    def _on_task(self, tag: int, outcome: Outcome, detail: str) -> None:
         self._in_flight.discard(tag)
         self._quiet_in_flight.discard(tag)
         if outcome == TASK_OK:

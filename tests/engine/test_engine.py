@@ -19,7 +19,8 @@ from code_mode import (
     Text,
     YieldAfter,
 )
-from code_mode._engine import _default, _native, _process_pool, _worker_process
+from code_mode._engine import _default, _process_pool, _worker_process
+from code_mode._v8 import Closed, Created, IsolateLimits, _native
 
 from ..helpers import SAFETY, GateDelegate, config, engine, request
 
@@ -134,29 +135,31 @@ async def test_a_retiring_worker_does_not_exit_under_an_isolate_it_just_created(
     # but not yet hosted, so the worker looked idle. Here the worker's process is
     # never started, and its replies are fed to its reader by hand, back to back.
     async with trio.open_nursery() as nursery:
-        worker = _worker_process.WorkerProcess(_process_pool.ProcessPool(nursery, 1))
+        worker = _worker_process.WorkerProcess(
+            EngineConfig(), died=lambda _: None, retired=lambda _: None, unconfined=lambda _: None
+        )
         shutdowns: list[int] = []
         monkeypatch.setattr(worker, "shutdown", lambda: shutdowns.append(worker.load))
 
         async def create(isolate_id: int) -> None:
-            await worker.create(isolate_id, QuietSink(), 1 << 20, 1 << 20)
+            await worker.create(isolate_id, QuietSink(), IsolateLimits(1 << 20, 1 << 20))
 
         nursery.start_soon(create, 1)
         await trio.testing.wait_all_tasks_blocked()
-        worker._dispatch({"ev": "created", "id": 1}, None)
+        worker._dispatch(Created(1))
         await trio.testing.wait_all_tasks_blocked()
         assert worker.load == 1
 
         worker.retiring = True  # as after its last allowed isolate, B
         nursery.start_soon(create, 2)
         await trio.testing.wait_all_tasks_blocked()
-        worker._dispatch({"ev": "created", "id": 2}, None)
-        worker._dispatch({"ev": "closed", "id": 1}, None)
+        worker._dispatch(Created(2))
+        worker._dispatch(Closed(1))
         assert (worker.load, shutdowns) == (1, [])
         await trio.testing.wait_all_tasks_blocked()
         assert (worker.load, shutdowns) == (1, [])
 
-        worker._dispatch({"ev": "closed", "id": 2}, None)  # B's cell is done
+        worker._dispatch(Closed(2))  # B's cell is done
         assert shutdowns == [0]
 
 

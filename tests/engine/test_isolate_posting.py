@@ -10,14 +10,15 @@ from __future__ import annotations
 import json
 
 from code_mode import RuntimeConfig
-from code_mode._engine._backend import IsolateHandle, IsolateSink
+from code_mode._engine._backend import HandleBase, IsolateHandle, IsolateSink
 from code_mode._engine._bridge import EngineEvent
-from code_mode._engine._native import TASK_ERROR, TASK_OK
 from code_mode._engine.isolate import MAX_POSTS_IN_FLIGHT, Isolate
+from code_mode._v8 import TASK_ERROR, TASK_OK, IsolateLimits
 
 
-class RecordingHandle:
+class RecordingHandle(HandleBase):
     def __init__(self) -> None:
+        super().__init__()
         #: (commands, tag, quiet, probe) per request
         self.posts: list[tuple[list[dict[str, object]], int, bool, int | None]] = []
         self.cancelled: list[int] = []
@@ -28,10 +29,10 @@ class RecordingHandle:
     def cancel(self, tag: int) -> None:
         self.cancelled.append(tag)
 
-    def set_limits(self, memory_limit_bytes: int, max_message_chars: int) -> None:
+    def set_limits(self, limits: IsolateLimits) -> None:
         pass
 
-    async def close(self) -> None:
+    async def _close(self) -> None:
         pass
 
 
@@ -39,14 +40,10 @@ class OneIsolate:
     def __init__(self) -> None:
         self.handle = RecordingHandle()
 
-    async def create_isolate(
-        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
-    ) -> IsolateHandle:
+    async def create_isolate(self, sink: IsolateSink, limits: IsolateLimits) -> IsolateHandle:
         return self.handle
 
-    def take_ready_isolate(
-        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
-    ) -> IsolateHandle | None:
+    def take_ready_isolate(self, sink: IsolateSink, limits: IsolateLimits) -> IsolateHandle | None:
         return self.handle
 
 

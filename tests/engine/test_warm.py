@@ -12,14 +12,16 @@ from contextlib import asynccontextmanager
 import trio
 import trio.testing
 
-from code_mode._engine._backend import IsolateHandle, IsolateSink
+from code_mode._engine._backend import HandleBase, IsolateHandle, IsolateSink
 from code_mode._engine._warm import BURST_IDLE, REFILL_DELAY, WarmIsolates
+from code_mode._v8 import IsolateLimits
 
-LIMITS = {"memory_limit_bytes": 1 << 20, "max_message_chars": 1 << 10}
+LIMITS = IsolateLimits(memory_limit_bytes=1 << 20, max_message_chars=1 << 10)
 
 
-class FakeHandle:
+class FakeHandle(HandleBase):
     def __init__(self, number: int) -> None:
+        super().__init__()
         self.number = number
         self.closed = False
 
@@ -29,7 +31,7 @@ class FakeHandle:
     def cancel(self, tag: int) -> None:
         pass
 
-    async def close(self) -> None:
+    async def _close(self) -> None:
         self.closed = True
 
 
@@ -40,9 +42,7 @@ class FakeBackend:
         self.sinks: list[IsolateSink] = []
         self.handles: list[FakeHandle] = []
 
-    async def create_isolate(
-        self, sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
-    ) -> FakeHandle:
+    async def create_isolate(self, sink: IsolateSink, limits: IsolateLimits) -> FakeHandle:
         await trio.lowlevel.checkpoint()
         self.sinks.append(sink)
         self.handles.append(FakeHandle(len(self.handles)))
@@ -71,7 +71,7 @@ async def warm_pool(burst: int = 1) -> AsyncIterator[tuple[WarmIsolates, FakeBac
     """A pool of one, filled; closed (and checked empty of live fakes) on exit."""
     backend = FakeBackend()
     async with trio.open_nursery() as nursery:
-        warm = WarmIsolates(backend, nursery, count=1, burst=burst, **LIMITS)
+        warm = WarmIsolates(backend, nursery, count=1, burst=burst, limits=LIMITS)
         warm.refill()
         await trio.testing.wait_all_tasks_blocked()
         assert len(backend.handles) == 1
@@ -82,7 +82,7 @@ async def warm_pool(burst: int = 1) -> AsyncIterator[tuple[WarmIsolates, FakeBac
 
 async def take(warm: WarmIsolates, sink: Sink | None = None) -> IsolateHandle:
     """Take the warm isolate, and let every task run as far as it can."""
-    handle = await warm.create_isolate(sink or Sink(), **LIMITS)
+    handle = await warm.create_isolate(sink or Sink(), LIMITS)
     await trio.testing.wait_all_tasks_blocked()
     return handle
 
@@ -132,9 +132,9 @@ async def test_a_cell_needing_an_isolate_takes_the_replacement_on_its_way(
     mock_clock: trio.testing.MockClock,
 ) -> None:
     async with warm_pool() as (warm, backend):
-        first = await warm.create_isolate(Sink(), **LIMITS)
+        first = await warm.create_isolate(Sink(), LIMITS)
         second_sink = Sink()
-        second = await warm.create_isolate(second_sink, **LIMITS)  # no clock jump needed
+        second = await warm.create_isolate(second_sink, LIMITS)  # no clock jump needed
         # The pending replacement was built at once and handed over: two isolates in
         # all, not a third one built beside it.
         assert len(backend.handles) == 2
@@ -228,17 +228,15 @@ async def test_closing_the_pool_waits_for_a_trim_that_is_closing_isolates(
     closing: list[int] = []
 
     class SlowHandle(FakeHandle):
-        async def close(self) -> None:
+        async def _close(self) -> None:
             closing.append(self.number)
             if self.number == 3:  # the one the trim closes; the others close at once
                 await release.wait()
-            await super().close()
+            await super()._close()
 
     backend = FakeBackend()
 
-    async def create(
-        sink: IsolateSink, *, memory_limit_bytes: int, max_message_chars: int
-    ) -> FakeHandle:
+    async def create(sink: IsolateSink, limits: IsolateLimits) -> FakeHandle:
         await trio.lowlevel.checkpoint()
         backend.sinks.append(sink)
         backend.handles.append(SlowHandle(len(backend.handles)))
@@ -247,7 +245,7 @@ async def test_closing_the_pool_waits_for_a_trim_that_is_closing_isolates(
     backend.create_isolate = create  # type: ignore[method-assign]
     closed = trio.Event()
     async with trio.open_nursery() as nursery:
-        warm = WarmIsolates(backend, nursery, count=1, burst=2, **LIMITS)
+        warm = WarmIsolates(backend, nursery, count=1, burst=2, limits=LIMITS)
         warm.refill()
         await trio.testing.wait_all_tasks_blocked()
         taken = [await take(warm), await take(warm)]  # the second waited: a burst

@@ -24,19 +24,23 @@ SESSIONS = 20
 CHILD = """
 import contextlib, json, os, signal, sys
 import trio, trio.testing
-from code_mode import Engine, EngineConfig, Pending, PendingFrontier, SessionRuntime, YieldAfter
+from code_mode import (
+    Engine, EngineConfig, Pending, PendingFrontier, RuntimeConfig, SessionRuntime, YieldAfter,
+)
 from code_mode._engine._worker_death import COLLATERAL
 from tests.helpers import GateDelegate, request
 
 SESSIONS, CELLS = {sessions}, 2
 
 
-async def main(placement, workers):
+async def main(placement, workers, replay):
     config = EngineConfig(worker_processes=workers, session_placement=placement)
+    runtime_config = RuntimeConfig() if replay else RuntimeConfig(max_journal_chars=0)
     async with Engine(config) as eng, contextlib.AsyncExitStack() as stack:
         delegates = [GateDelegate(gates=["hold"]) for _ in range(SESSIONS)]
         runtimes = [
-            await stack.enter_async_context(SessionRuntime(d, engine=eng)) for d in delegates
+            await stack.enter_async_context(SessionRuntime(d, runtime_config, engine=eng))
+            for d in delegates
         ]
         cells = []
         for index, runtime in enumerate(runtimes):
@@ -71,23 +75,43 @@ async def main(placement, workers):
                           "collateral": collateral}}))
 
 
-trio.run(main, sys.argv[1], int(sys.argv[2]))
+trio.run(main, sys.argv[1], int(sys.argv[2]), sys.argv[3] == "replay")
 """
+
+
+def _outcome(placement: str, workers: int, replay: bool) -> dict[str, object]:
+    script = CHILD.format(sessions=SESSIONS).replace(
+        'trio.run(main, sys.argv[1], int(sys.argv[2]), sys.argv[3] == "replay")',
+        f"trio.run(main, {placement!r}, {workers}, {replay})",
+    )
+    result = run_child(script, None, timeout=300)
+    assert result.returncode == 0, result.describe()
+    outcome: dict[str, object] = json.loads(result.output.strip().splitlines()[-1])
+    print(f"{placement}, {workers} workers, replay {replay}: {outcome}")  # in the test log
+    return outcome
+
+
+@pytest.mark.parametrize(("placement", "workers"), [("shared", 4), ("exclusive", SESSIONS)])
+def test_a_killed_worker_costs_no_session_anything_with_replay(
+    placement: str, workers: int
+) -> None:
+    """The default: every cell of the killed worker was waiting, so each is replayed
+    on another worker and completes once its tool call returns."""
+    outcome = _outcome(placement, workers, replay=True)
+    assert outcome["sessions_lost"] == [], outcome
+    assert outcome["cells_lost"] == 0, outcome
+    assert outcome["completed"] == 2 * SESSIONS, outcome
 
 
 @pytest.mark.parametrize(("placement", "workers"), [("shared", 4), ("exclusive", SESSIONS)])
 def test_a_killed_worker_ends_the_cells_of_as_few_sessions_as_the_placement_allows(
     placement: str, workers: int
 ) -> None:
-    script = CHILD.format(sessions=SESSIONS).replace(
-        "trio.run(main, sys.argv[1], int(sys.argv[2]))",
-        f"trio.run(main, {placement!r}, {workers})",
-    )
-    result = run_child(script, None, timeout=300)
-    assert result.returncode == 0, result.describe()
-    outcome = json.loads(result.output.strip().splitlines()[-1])
-    print(f"{placement}, {workers} workers: {outcome}")  # the numbers, in the test log
+    """Replay off (``RuntimeConfig.max_journal_chars=0``): the placement alone bounds
+    what one death costs."""
+    outcome = _outcome(placement, workers, replay=False)
     lost = outcome["sessions_lost"]
+    assert isinstance(lost, list)
     assert 0 in lost, outcome  # the first session's worker was the one killed
     assert outcome["workers_used"] == min(workers, SESSIONS), outcome
     if placement == "shared":

@@ -27,7 +27,7 @@ from code_mode import (
     YieldAfter,
     Yielded,
 )
-from code_mode._engine import _native
+from code_mode._v8 import _native
 
 from ..helpers import SAFETY, config, engine, request
 from .corpus import CORPUS, TOOLS, Endless, HostileProgram

@@ -14,11 +14,23 @@ import select
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
-from code_mode._engine._wire import FrameReader, frame
 from code_mode._engine._worker_process import _PACKAGE_DIR
-from code_mode._engine._worker_process_main import BOOTSTRAP, SELFTEST_ENV
+from code_mode._v8 import (
+    BOOTSTRAP,
+    SELFTEST_ENV,
+    Close,
+    Closed,
+    Create,
+    Created,
+    FrameReader,
+    HostFrame,
+    IsolateLimits,
+    Ready,
+    Selftest,
+    SelftestResults,
+    WorkerFrame,
+)
 
 from ..helpers import SAFETY
 
@@ -50,21 +62,21 @@ class Worker:
             env=dict(os.environ, **{SELFTEST_ENV: "1"}),
         )
         self._reader = FrameReader()
-        self._frames: list[dict[str, Any]] = []
+        self._frames: list[WorkerFrame] = []
 
-    def next_frame(self) -> dict[str, Any]:
+    def next_frame(self) -> WorkerFrame:
         assert self.process.stdout is not None
         while not self._frames:
             readable, _, _ = select.select([self.process.stdout], [], [], SAFETY)
             assert readable, "the worker did not answer"
             data = os.read(self.process.stdout.fileno(), 1 << 16)
             assert data, "the worker exited"
-            self._frames.extend(header for header, _body in self._reader.feed(data))
+            self._frames.extend(self._reader.feed(data))  # type: ignore[arg-type]
         return self._frames.pop(0)
 
-    def ask(self, header: dict[str, Any]) -> dict[str, Any]:
+    def ask(self, command: HostFrame) -> WorkerFrame:
         assert self.process.stdin is not None
-        self.process.stdin.write(frame(header))
+        self.process.stdin.write(command.encode())
         self.process.stdin.flush()
         return self.next_frame()
 
@@ -85,17 +97,16 @@ def test_a_worker_refuses_what_its_confinement_forbids(tmp_path: Path) -> None:
     worker = Worker()
     try:
         ready = worker.next_frame()
-        selftest = worker.ask({"op": "selftest", "dir": str(tmp_path)})
-        created = worker.ask(
-            {"op": "create", "id": 1, "memory": 64 * 1024 * 1024, "max_message": 1 << 20}
-        )
-        closed = worker.ask({"op": "close", "id": 1})
+        selftest = worker.ask(Selftest(str(tmp_path)))
+        created = worker.ask(Create(1, IsolateLimits(64 * 1024 * 1024, 1 << 20)))
+        closed = worker.ask(Close(1))
     finally:
         assert worker.close() == 0
-    assert ready["ev"] == "ready"
-    unconfined = " ".join(ready["unconfined"])
+    assert isinstance(ready, Ready)
+    assert isinstance(selftest, SelftestResults)
+    unconfined = " ".join(ready.unconfined)
     assert "seccomp" not in unconfined, f"this machine lacks seccomp: {unconfined}"
-    results = selftest["results"]
+    results = selftest.results
     expected = dict(FORBIDDEN, **ALLOWED)
     if "landlock" not in unconfined:
         expected.update(UNREADABLE)
@@ -103,5 +114,5 @@ def test_a_worker_refuses_what_its_confinement_forbids(tmp_path: Path) -> None:
     assert (tmp_path / "existing.txt").read_text() == "kept"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["existing.txt", "secret.txt"]
     # V8 still creates (and disposes of) isolates under the confinement.
-    assert created == {"ev": "created", "id": 1, "error": None}
-    assert closed == {"ev": "closed", "id": 1}
+    assert created == Created(1, None)
+    assert closed == Closed(1)

@@ -1,4 +1,4 @@
-"""Tests of the in-isolate output helpers (``code_mode/_engine/js/output.js``).
+"""Tests of the in-isolate output helpers (``code_mode/_v8/js/output.js``).
 
 The fragment is loaded into a bare ``MiniRacer`` context after ``builtins.js`` (the
 built-ins it calls, captured), wrapped the way the prelude wraps them (inside one
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from py_mini_racer import MiniRacer
 
-JS = Path(__file__).resolve().parents[2] / "code_mode" / "_engine" / "js"
+JS = Path(__file__).resolve().parents[2] / "code_mode" / "_v8" / "js"
 #: output.js and what it needs before it, in the prelude's order.
 SOURCES = ("builtins.js", "output.js")
 

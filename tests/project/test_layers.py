@@ -1,5 +1,7 @@
 """The layer table of docs/architecture.md, as code: no module imports from a layer
-above its own, and a worker process imports only the engine's native half."""
+above its own, the worker half (``_v8``) imports nothing of the package outside itself
+(nor trio, nor attrs), a worker process imports only the worker half, and the package
+has no import circle (type-only imports included)."""
 
 from __future__ import annotations
 
@@ -14,8 +16,10 @@ PACKAGE = Path(__file__).resolve().parents[2] / "code_mode"
 
 #: Each layer, bottom first, and the layers it may import from (itself included).
 LAYERS: dict[str, set[str]] = {
+    # What runs inside a worker process: nothing of code_mode outside itself.
+    "worker half": {"worker half"},
     "vocabulary": {"vocabulary"},
-    "engine": {"vocabulary", "engine"},
+    "engine": {"vocabulary", "worker half", "engine"},
     "cell": {"vocabulary", "engine", "cell"},
     "session runtime": {"vocabulary", "engine", "cell", "session runtime"},
     # Pure data: what exec/wait look like to a model. Nothing here touches a session.
@@ -63,6 +67,7 @@ def layer_of(module: str) -> str:
     if second in {"_types", "_errors", "_config", "_delegate", "_tool_names", "_validators"}:
         return "vocabulary"
     table = {
+        "_v8": "worker half",
         "_engine": "engine",
         "_cell": "cell",
         "_session_runtime": "session runtime",
@@ -98,6 +103,8 @@ def imports(module: str, path: Path) -> list[tuple[str, bool]]:
 
 
 def imports_in(module: str, source: str, *, is_package: bool) -> list[tuple[str, bool]]:
+    """Every import, ``if TYPE_CHECKING:`` ones included (a type-only import is an
+    arrow of the layer table too)."""
     tree = ast.parse(source)
     package = module if is_package else module.rpartition(".")[0]
     known = modules()
@@ -155,28 +162,28 @@ def test_the_checker_resolves_relative_lazy_and_submodule_imports() -> None:
     written, and the layer table refuses it."""
     source = (
         "from .._facade import CodeModeSession\n"
-        "from . import _native\n"
+        "from . import _warm\n"
         "def later():\n"
         "    import code_mode.mcp_server\n"
     )
     found = imports_in("code_mode._engine.engine", source, is_package=False)
     assert found == [
         ("code_mode._facade", False),
-        ("code_mode._engine._native", False),
+        ("code_mode._engine._warm", False),
         ("code_mode.mcp_server", True),
     ]
     assert layer_of("code_mode._facade") not in LAYERS["engine"]
     assert layer_of("code_mode.mcp_server") not in LAYERS["engine"]
 
 
-def test_a_worker_process_imports_only_the_native_half_of_the_engine() -> None:
-    """The worker's bootstrap registers bare packages, so neither ``code_mode`` nor
-    ``code_mode._engine`` runs its ``__init__`` (trio, attrs, the session runtime)."""
-    from code_mode._engine._worker_process_main import BOOTSTRAP
+def test_a_worker_process_imports_only_the_worker_half() -> None:
+    """The worker's bootstrap registers a bare ``code_mode`` package, so its
+    ``__init__`` (trio, attrs, the session runtime, the engine) does not run."""
+    from code_mode._v8 import BOOTSTRAP
 
     probe = BOOTSTRAP.replace(
-        "from code_mode._engine._worker_process_main import main",
-        "import code_mode._engine._worker_process_main\n"
+        "from code_mode._v8._worker_process_main import main",
+        "import code_mode._v8._worker_process_main\n"
         "names = sorted(n for n in sys.modules if n.startswith('code_mode') or n in "
         "('trio', 'attrs', 'outcome'))\n"
         "print(' '.join(names)); raise SystemExit(0)",
@@ -191,16 +198,82 @@ def test_a_worker_process_imports_only_the_native_half_of_the_engine() -> None:
     )
     loaded = set(result.stdout.split())
     assert not loaded & {"trio", "attrs", "outcome"}, loaded
-    assert loaded <= {
-        "code_mode",
-        "code_mode._engine",
-        "code_mode._engine._confine",
-        "code_mode._engine._heap_cap",
-        "code_mode._engine._native",
-        "code_mode._engine._native_library",
-        "code_mode._engine._pkeys",
-        "code_mode._engine._prelude",
-        "code_mode._engine._selftest",
-        "code_mode._engine._wire",
-        "code_mode._engine._worker_process_main",
-    }, loaded
+    assert loaded - {"code_mode"}, loaded
+    assert all(name == "code_mode" or name.startswith("code_mode._v8") for name in loaded), loaded
+
+
+def _third_party_imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize("module", sorted(m for m in modules() if layer_of(m) == "worker half"))
+def test_the_worker_half_imports_neither_trio_nor_attrs(module: str) -> None:
+    """Not even for types: it runs in a worker process that starts without them, and
+    it is tested without trio."""
+    found = _third_party_imports(modules()[module]) & {"trio", "attrs", "outcome", "code_mode"}
+    assert not found, f"{module} imports {sorted(found)}"
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (lazy and type-only ones too)."""
+    return {
+        module: {imported for imported, _lazy in imports(module, path) if imported != module}
+        for module, path in modules().items()
+    }
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_circle_finder_finds_type_only_circles() -> None:
+    source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import _pkeys\n"
+    assert imports_in("code_mode._v8._native", source, is_package=False) == [
+        ("code_mode._v8._pkeys", False)
+    ]
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert circles(graph) == [["a", "b", "c"]]
+
+
+def test_the_package_has_no_import_circle() -> None:
+    """No module reaches itself through imports, type-only and lazy ones included
+    (``from . import sibling`` is an arrow to the sibling, not to the package's
+    ``__init__``): every module can be read knowing only what lies below it."""
+    assert circles(import_graph()) == []

@@ -28,9 +28,10 @@ from code_mode import (
     YieldAfter,
     Yielded,
 )
-from code_mode._engine import _native, _process_pool, _worker_process
+from code_mode._engine import _process_pool, _worker_process
 from code_mode._engine._worker_death import COLLATERAL
 from code_mode._engine.isolate import Isolate
+from code_mode._v8 import _native
 
 from ..helpers import SAFETY, GateDelegate, config, engine, request
 

@@ -8,7 +8,7 @@ decide whether thread-rights bugs in V8 can show at all.
 
 ``CODE_MODE_STRESS_RUNS`` (default 1) repeats every scenario in that many fresh
 processes, for hunting rare crashes (the release checks use 20). The crash
-reproductions of ``tests/engine/native/test_threads.py`` repeat likewise.
+reproductions of ``tests/v8/native/test_threads.py`` repeat likewise.
 """
 
 from __future__ import annotations

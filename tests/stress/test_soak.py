@@ -25,7 +25,7 @@ from code_mode import (
     Text,
     YieldAfter,
 )
-from code_mode._engine import _native
+from code_mode._v8 import _native
 
 from ..helpers import config, engine, request
 

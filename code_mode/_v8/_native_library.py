@@ -5,7 +5,7 @@ that initialises it is the one V8 gives rights on its memory protection key (see
 :mod:`._pkeys`). So the library is loaded in one place: :func:`library` initialises V8
 with :data:`V8_FLAGS` on first use and makes every caller adopt V8's rights;
 :func:`held_library` is the view of it whose cheap functions keep the GIL. Everything
-here is process-wide; one isolate is :class:`~code_mode._engine._native.NativeIsolate`.
+here is process-wide; one isolate is :class:`~code_mode._v8._native.NativeIsolate`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 // Size checks before V8 allocates: `memory_limit_bytes` for what one built-in call does.
 //
 // The heap limit stops a program at the next point where V8 checks for termination, and
-// V8 also caps the heap itself near the limit (_engine/_heap_cap.py). Neither reaches
+// V8 also caps the heap itself near the limit (_v8/_heap_cap.py). Neither reaches
 // inside one built-in call: a call that allocates in proportion to an argument, a length
 // or a pattern runs to its end whatever the limit says, and some abort the whole process
 // on the way (`'ab'.repeat(2 ** 27).split('')`: "invalid size error"; `fill` of a sparse
@@ -60,7 +60,7 @@ function rtHeapBreach() {
 }
 
 function rtElementBudget() {
-  const budget = rtMathFloor(rtBufferLimit / 16);
+  const budget = rtMathFloor(rtMemoryLimitBytes / 16);
   return budget < 16777216 ? budget : 16777216;
 }
 
@@ -83,11 +83,11 @@ function rtCheckElements(count) {
 }
 
 function rtCheckChars(count, bytesPerChar) {
-  if (count <= RT_MAX_STRING && count * bytesPerChar > rtBufferLimit) rtHeapBreach();
+  if (count <= RT_MAX_STRING && count * bytesPerChar > rtMemoryLimitBytes) rtHeapBreach();
 }
 
 function rtCheckSource(length, cost) {
-  if (length * cost > rtBufferLimit) rtHeapBreach();
+  if (length * cost > rtMemoryLimitBytes) rtHeapBreach();
 }
 
 // The receiver of a String.prototype method as a string, without running program code
@@ -220,12 +220,12 @@ function rtRepeatTrap(target, thisArg, args) {
 // Conversions whose result (and ICU's working copy) grows with the string: 4 bytes a
 // character for the case mappings, 12 for `normalize`.
 function rtCaseTrap(target, thisArg, args) {
-  if (rtThisLength(thisArg) * 4 > rtBufferLimit) rtHeapBreach();
+  if (rtThisLength(thisArg) * 4 > rtMemoryLimitBytes) rtHeapBreach();
   return rtReflectApply(target, thisArg, args);
 }
 
 function rtNormalizeTrap(target, thisArg, args) {
-  if (rtThisLength(thisArg) * 12 > rtBufferLimit) rtHeapBreach();
+  if (rtThisLength(thisArg) * 12 > rtMemoryLimitBytes) rtHeapBreach();
   return rtReflectApply(target, thisArg, args);
 }
 

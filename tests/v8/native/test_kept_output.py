@@ -75,7 +75,7 @@ print("OK")
 def test_output_past_the_kept_limit_is_handed_over_at_once() -> None:
     _run(
         """
-from code_mode._engine._native import KEPT_OUTPUT_CHARS
+from code_mode._v8._native import KEPT_OUTPUT_CHARS
 items = KEPT_OUTPUT_CHARS // 20 + 1
 native.post(
     start(f'for (let i = 0; i < {items}; i++) text("x".repeat(20)); while (true) {{}}'),
@@ -114,7 +114,7 @@ def test_without_keep_output_every_batch_goes_at_once() -> None:
         """
 native.close()
 native = NativeIsolate(
-    memory_limit_bytes=1 << 28, max_message_chars=1 << 20, on_batch=on_batch,
+    limits=IsolateLimits(1 << 28, 1 << 20), on_batch=on_batch,
     on_task=lambda tag, outcome, detail: events.put(("task", tag, outcome)),
 )
 native.post(start('text("a"); while (true) {}'), T, quiet=True, probe=T + 1)

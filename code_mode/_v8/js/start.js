@@ -74,7 +74,7 @@ const rtStart = (function rtStart(command) {
   rtAllowRemoteImages = command.allow_remote_images === true;
   rtStoredLimits = { entries: command.max_stored_entries, bytes: command.max_stored_bytes };
   rtMaxJsonDepth = command.max_json_depth;
-  rtBufferLimit = command.memory_limit_bytes; // see buffers.js
+  rtMemoryLimitBytes = command.memory_limit_bytes; // see buffers.js
   rtSeedRandom(command.seed); // see clock.js
   // Stored values arrive as the JSON texts their `store` wrote: nothing is parsed
   // (or copied again) until the program loads a key.

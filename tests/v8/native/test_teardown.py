@@ -21,7 +21,7 @@ from ...native_child import run_child
 
 SCENARIO = """
 import json, threading, time
-from code_mode._engine._native import FIRST_PROGRAM_TAG, NativeIsolate, IsolateUnavailable
+from code_mode._v8 import FIRST_PROGRAM_TAG, NativeIsolate, IsolateUnavailable, IsolateLimits
 
 reports = []
 start = json.dumps([{
@@ -43,8 +43,7 @@ def poster(native, first_tag, stop):
 
 for n in range(ISOLATES):
     native = NativeIsolate(
-        memory_limit_bytes=1 << 26,
-        max_message_chars=1 << 20,
+        limits=IsolateLimits(1 << 26, 1 << 20),
         on_batch=lambda text: None,
         on_task=lambda tag, outcome, detail: reports.append(outcome),
     )

@@ -12,6 +12,8 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from ._channel import js_constants
+
 #: The runtime's files, in the order they are pasted (see ``js/builtins.js``).
 _PARTS = (
     "builtins.js",
@@ -83,6 +85,8 @@ def prelude_source() -> str:
         # The host attaches the two native doorbells to the returned buffer as
         # `more` and `end`; they are moved into this closure on first use.
         "let rtBellMoreNative, rtBellEndNative;\n"
+        # The channel's buffer layout, defined once in _channel.py.
+        f"{js_constants()}\n"
         # (In parentheses: compiled with the prelude, see "Compiled ahead" in builtins.js.)
         "const rtBellsReady = (function rtBellsReady() {\n"
         "  if (rtBellEndNative === undefined) {\n"

@@ -1,7 +1,7 @@
 // The in-isolate runtime: installs the globals a program sees and speaks the JSON
 // protocol with the host. This file comes first and introduces the others.
 //
-// One prelude, many files. _engine/_prelude.py pastes these files, in this order, into
+// One prelude, many files. _v8/_prelude.py pastes these files, in this order, into
 // one strict-mode function that runs before any user code, so they share one closure:
 //   builtins.js     every built-in the runtime uses, captured before any program runs
 //   output.js       how values become output items and error text (`cm*` helpers)
@@ -49,7 +49,7 @@
 // rest of the runtime (tool calls, timers, store, images, errors) is only pre-parsed
 // and costs a cell that never uses it nothing. A function declared that way exists
 // from its line on (no hoisting): it is only ever called once the prelude has run,
-// from the host's calls, or after its line. tests/engine/test_prelude_compile.py checks that
+// from the host's calls, or after its line. tests/v8/test_prelude_compile.py checks that
 // the prelude and a short cell compile none of the runtime's functions lazily.
 
 const rtGlobal = globalThis;

@@ -95,7 +95,7 @@ def record_initial_rights() -> None:
 def adopt_v8_rights() -> None:
     """Give the calling thread the rights of the thread that initialised V8 (once per
     thread; later calls are free). A no-op without protection keys, and before V8 was
-    initialised by :func:`code_mode._engine._native` (nothing to copy yet)."""
+    initialised by :mod:`code_mode._v8._native` (nothing to copy yet)."""
     if getattr(_local, "adopted", False):
         return
     with _lock:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 
-from code_mode._engine._worker_process_main import _Closers
+from code_mode._v8._worker_process_main import _Closers
 
 TIMEOUT = 10.0
 

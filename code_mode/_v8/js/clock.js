@@ -51,7 +51,7 @@ let rtRandomB = 0;
 let rtRandomC = 0;
 let rtRandomD = 0;
 
-function rtSeedRandom(seed) {
+const rtSeedRandom = (function rtSeedRandom(seed) {
   let state = seed >>> 0;
   const words = [0, 0, 0, 0];
   for (let i = 0; i < 4; i++) {
@@ -65,7 +65,7 @@ function rtSeedRandom(seed) {
   rtRandomB = words[1];
   rtRandomC = words[2];
   rtRandomD = words[3];
-}
+});
 
 const rtRandom32 = (function rtRandom32() {
   const product = rtMathImul(rtRandomB, 5);
@@ -125,11 +125,11 @@ const rtInstallClock = (function rtInstallClock() {
     const id = zone === undefined ? rtReflectApply(timeZoneId, now, []) : zone;
     return rtReflectApply(toZoned, instant(), [id]);
   };
-  const part = function (method) {
+  const part = (function part(method) {
     return function (target, thisArg, args) {
       return rtReflectApply(method, zoned(args[0]), []);
     };
-  };
+  });
   rtWrapMethod(now, "instant", instant);
   rtWrapMethod(now, "zonedDateTimeISO", function (target, thisArg, args) {
     return zoned(args[0]);

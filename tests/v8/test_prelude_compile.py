@@ -19,7 +19,7 @@ from ..native_child import run_child
 
 CHILD = """
 import json, threading
-from code_mode._engine import _native_library
+from code_mode._v8 import _native_library
 
 _native_library.V8_FLAGS = (
     *_native_library.V8_FLAGS,
@@ -27,13 +27,12 @@ _native_library.V8_FLAGS = (
     "--logfile=LOGFILE",
     "--no-logfile-per-isolate",
 )
-from code_mode._engine._native import FIRST_PROGRAM_TAG, NativeIsolate
+from code_mode._v8 import FIRST_PROGRAM_TAG, NativeIsolate, IsolateLimits
 
 batches = []
 done = threading.Event()
 native = NativeIsolate(
-    memory_limit_bytes=1 << 28,
-    max_message_chars=1 << 20,
+    limits=IsolateLimits(1 << 28, 1 << 20),
     on_batch=batches.append,
     on_task=lambda tag, outcome, detail: done.set(),
 )

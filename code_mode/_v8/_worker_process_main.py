@@ -1,18 +1,12 @@
 """Entry point of a JavaScript worker process (see :data:`BOOTSTRAP`).
 
-The host writes frames (:mod:`._wire`) to our stdin and reads frames from our stdout:
-
-* host -> worker: ``create`` / ``limits`` / ``post`` / ``cancel`` / ``close`` for
-  isolate ``id``;
-* host -> worker: ``ping`` (the heartbeat);
-* worker -> host: ``ready`` (V8 is initialised; ``unconfined`` lists what of the
-  confinement could not be applied), ``created`` (with an ``error`` or none),
-  ``batch`` (a message batch from the isolate, or ``oversized``), ``task`` (an
-  evaluation ended), ``closed``, ``pong``.
+The host writes frames (:mod:`._wire`, where each is defined) to our stdin and reads
+frames from our stdout: it creates, posts to, cancels and closes isolates, and pings;
+we answer ``Ready``, ``Created``, ``Batch``, ``Task``, ``Closed`` and ``Pong``.
 
 Once V8 is initialised, and before any isolate or thread exists, the worker confines
 itself (:mod:`._confine`: no new processes, sockets or file writes). The main thread
-reads commands; ``post`` and ``cancel`` only queue work in V8 and return. Creating and
+reads commands; ``Post`` and ``Cancel`` only queue work in V8 and return. Creating and
 closing isolates block for milliseconds, so helper threads do them. Reports come from
 the isolates' own threads and are written under one lock. When
 stdin closes (the session ends, or the host died) every isolate is closed and the
@@ -28,30 +22,44 @@ import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from . import _confine
-from ._native import IsolateUnavailable, NativeIsolate
+from ._native import NativeIsolate
 from ._native_library import initialise_v8
-from ._wire import FrameReader, batch_frame, frame, task_frame
+from ._values import IsolateLimits, IsolateUnavailable, Outcome
+from ._wire import (
+    Batch,
+    Cancel,
+    Close,
+    Closed,
+    Create,
+    Created,
+    FrameReader,
+    Ping,
+    Pong,
+    Post,
+    Ready,
+    Selftest,
+    SelftestResults,
+    SetLimits,
+    Task,
+)
 
-#: The ``python -c`` program that starts a worker. It registers bare ``code_mode`` and
-#: ``code_mode._engine`` packages so that importing this module runs neither package's
-#: ``__init__.py`` (trio, attrs, the session runtime, the engine's trio half): a worker
-#: needs only the native half of the engine and starts in ~0.1 s.
-#: Its arguments: the package directory, ``confine`` or ``none``, and how many isolates
-#: it may build at once (1 when left out).
+#: The ``python -c`` program that starts a worker. It registers a bare ``code_mode``
+#: package so that importing this module does not run ``code_mode/__init__.py`` (trio,
+#: attrs, the session runtime, the engine): a worker needs only this package (``_v8``)
+#: and starts in ~0.1 s. Its arguments: the package directory, ``confine`` or ``none``,
+#: and how many isolates it may build at once (``EngineConfig.warm_isolates_burst``;
+#: 1 when left out).
 BOOTSTRAP = """
 import sys, types
 package = types.ModuleType("code_mode")
 package.__path__ = [sys.argv[1]]
 sys.modules["code_mode"] = package
-engine = types.ModuleType("code_mode._engine")
-engine.__path__ = [sys.argv[1] + "/_engine"]
-sys.modules["code_mode._engine"] = engine
-from code_mode._engine._worker_process_main import main
-creates = int(sys.argv[3]) if len(sys.argv) > 3 else 1
-main(confine=sys.argv[2] == "confine", parallel_creates=creates)
+from code_mode._v8._worker_process_main import main
+burst = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+main(confine=sys.argv[2] == "confine", warm_isolates_burst=burst)
 """
 
 #: With this environment variable set to ``1``, a worker answers the ``selftest`` op
@@ -63,9 +71,6 @@ class _Writer:
     def __init__(self, stream: BinaryIO) -> None:
         self._stream = stream
         self._lock = threading.Lock()
-
-    def send(self, header: dict[str, Any], body: str | None = None) -> None:
-        self.write(frame(header, body))
 
     def write(self, data: bytes) -> None:
         """Write one encoded frame (whole: frames of several threads never mix)."""
@@ -136,7 +141,7 @@ class _Closers:
 
 
 def serve(
-    stdin: BinaryIO, stdout: BinaryIO, *, confine: bool = True, parallel_creates: int = 1
+    stdin: BinaryIO, stdout: BinaryIO, *, confine: bool = True, warm_isolates_burst: int = 1
 ) -> None:
     # V8 first, on the main thread, before any other thread exists: every thread of
     # this process then descends from V8's initialising thread and inherits its
@@ -147,7 +152,7 @@ def serve(
     unconfined = _confine.confine() if confine else ["all confinement (turned off)"]
     selftest = os.environ.get(SELFTEST_ENV) == "1"
     writer = _Writer(stdout)
-    writer.send({"ev": "ready", "unconfined": unconfined})
+    writer.write(Ready(unconfined).encode())
     isolates: dict[int, NativeIsolate] = {}
     lock = threading.Lock()
     # Creating runs on helper threads (several at once when the host's warm pool builds
@@ -155,36 +160,31 @@ def serve(
     # for JavaScript stuck in a builtin, and must hold up neither new isolates nor the
     # closing of others.
     creating = ThreadPoolExecutor(
-        max_workers=max(1, parallel_creates), thread_name_prefix="code-mode-create"
+        max_workers=max(1, warm_isolates_burst), thread_name_prefix="code-mode-create"
     )
 
-    def create(isolate_id: int, memory: int, max_message: int) -> None:
+    def create(isolate_id: int, limits: IsolateLimits) -> None:
         def on_batch(text: str | None) -> None:
-            writer.write(batch_frame(isolate_id, text))
+            writer.write(Batch(isolate_id, text).encode())
 
-        def on_task(tag: int, outcome: str, detail: str) -> None:
-            writer.write(task_frame(isolate_id, tag, outcome, detail))
+        def on_task(tag: int, outcome: Outcome, detail: str) -> None:
+            writer.write(Task(isolate_id, tag, outcome, detail).encode())
 
         try:
-            native = NativeIsolate(
-                memory_limit_bytes=memory,
-                max_message_chars=max_message,
-                on_batch=on_batch,
-                on_task=on_task,
-            )
+            native = NativeIsolate(limits=limits, on_batch=on_batch, on_task=on_task)
         except IsolateUnavailable as error:
-            writer.send({"ev": "created", "id": isolate_id, "error": str(error)})
+            writer.write(Created(isolate_id, str(error)).encode())
             return
         with lock:
             isolates[isolate_id] = native
-        writer.send({"ev": "created", "id": isolate_id, "error": None})
+        writer.write(Created(isolate_id).encode())
 
     def close(isolate_id: int) -> None:
         with lock:
             native = isolates.pop(isolate_id, None)
         if native is not None:
             native.close()
-        writer.send({"ev": "closed", "id": isolate_id})
+        writer.write(Closed(isolate_id).encode())
 
     closing = _Closers(close, CLOSERS_KEPT_IDLE)
 
@@ -193,42 +193,32 @@ def serve(
         data = os.read(stdin.fileno(), 1 << 16)
         if not data:
             break
-        for header, body in reader.feed(data):
-            op = header.get("op")
-            isolate_id = int(header.get("id", -1))
-            if op == "post":
+        for command in reader.feed(data):
+            if isinstance(command, Post):
                 with lock:
-                    native = isolates.get(isolate_id)
-                if native is not None and body is not None:
-                    probe = header.get("probe")
-                    native.post(
-                        body,
-                        int(header["tag"]),
-                        bool(header.get("quiet")),
-                        None if probe is None else int(probe),
-                    )
-            elif op == "cancel":
-                with lock:
-                    native = isolates.get(isolate_id)
+                    native = isolates.get(command.id)
                 if native is not None:
-                    native.cancel(int(header["tag"]))
-            elif op == "limits":
+                    native.post(command.body, command.tag, command.quiet, command.probe)
+            elif isinstance(command, Cancel):
                 with lock:
-                    native = isolates.get(isolate_id)
+                    native = isolates.get(command.id)
                 if native is not None:
-                    native.set_limits(int(header["memory"]), int(header["max_message"]))
-            elif op == "create":
-                creating.submit(
-                    create, isolate_id, int(header["memory"]), int(header["max_message"])
-                )
-            elif op == "close":
-                closing.submit(isolate_id)
-            elif op == "ping":
-                writer.send({"ev": "pong"})
-            elif op == "selftest" and selftest:
+                    native.cancel(command.tag)
+            elif isinstance(command, SetLimits):
+                with lock:
+                    native = isolates.get(command.id)
+                if native is not None:
+                    native.set_limits(command.limits)
+            elif isinstance(command, Create):
+                creating.submit(create, command.id, command.limits)
+            elif isinstance(command, Close):
+                closing.submit(command.id)
+            elif isinstance(command, Ping):
+                writer.write(Pong().encode())
+            elif isinstance(command, Selftest) and selftest:
                 from ._selftest import try_forbidden
 
-                writer.send({"ev": "selftest", "results": try_forbidden(str(header["dir"]))})
+                writer.write(SelftestResults(try_forbidden(command.dir)).encode())
     creating.shutdown(wait=True)
     closing.join()
     with lock:
@@ -238,11 +228,11 @@ def serve(
         native.close()
 
 
-def main(*, confine: bool = True, parallel_creates: int = 1) -> None:
+def main(*, confine: bool = True, warm_isolates_burst: int = 1) -> None:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     # Nothing else may write to the protocol stream.
     sys.stdout = sys.stderr
-    serve(stdin, stdout, confine=confine, parallel_creates=parallel_creates)
+    serve(stdin, stdout, confine=confine, warm_isolates_burst=warm_isolates_burst)
 
 
 if __name__ == "__main__":

@@ -64,7 +64,7 @@ def test_adopting_v8_rights_gives_a_thread_those_of_v8s_initialising_thread() ->
     """A thread started before V8 existed gets V8's key rights once it adopts them."""
     script = """
 import threading
-from code_mode._engine import _native_library, _pkeys
+from code_mode._v8 import _native_library, _pkeys
 
 ready, go, seen = threading.Event(), threading.Event(), {}
 
@@ -101,7 +101,7 @@ def test_counting_isolates_does_not_initialise_v8() -> None:
     """The tests' leak check must not decide which thread initialises V8 (an early
     initialisation on the main thread hid the crashes above from the suite)."""
     result = run_child(
-        "from code_mode._engine import _native, _native_library\n"
+        "from code_mode._v8 import _native, _native_library\n"
         "assert _native.live_isolate_count() == 0\n"
         "assert _native_library._dll is None\n"
         "print('untouched')\n",
@@ -142,7 +142,7 @@ def test_scenario_survives_without_protection_keys(
     isolation: str, scenario: str, no_pkeys_shim: str
 ) -> None:
     """The same scenarios as on a CPU without ``pku`` (simulated where the CPU has it)."""
-    body = "from code_mode._engine import _pkeys\nassert not _pkeys.supported()\n"
+    body = "from code_mode._v8 import _pkeys\nassert not _pkeys.supported()\n"
     result = run_child(body + SCENARIOS[scenario], isolation, env={"LD_PRELOAD": no_pkeys_shim})
     assert result.returncode == 0, result.describe()
     assert "worker process died" not in result.output, result.describe()

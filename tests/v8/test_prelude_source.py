@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from code_mode._engine import _prelude
-from code_mode._engine._prelude import compact, prelude_source
+from code_mode._v8 import _prelude
+from code_mode._v8._prelude import compact, prelude_source
 
 
 def test_compact_drops_indentation_blank_lines_and_whole_line_comments() -> None:

@@ -3,22 +3,22 @@
 // protocol in builtins.js).
 
 const RT_STARTED = '{"t":"started"}';
-const RT_CHUNK = 32768; // UTF-16 code units per doorbell
-const rtBuffer = new rtArrayBuffer(16 + 2 * RT_CHUNK);
-const rtHeader = new rtInt32Array(rtBuffer, 0, 4);
-const rtUnits = new rtUint16Array(rtBuffer, 16);
-// rtHeader[2] is 1 while the queue may hold a message other than `started`, i.e.
-// something a drain would hand over. The host reads it when an evaluation of ours
+// The buffer's layout (RT_CHUNK, RT_COUNT, RT_INDEX, RT_QUEUED, RT_DEFER,
+// RT_HEADER_SLOTS, RT_UNITS_OFFSET) is defined once, in _channel.py, which the prelude
+// pastes ahead of this file: the host reads the same offsets.
+const rtBuffer = new rtArrayBuffer(RT_UNITS_OFFSET + 2 * RT_CHUNK);
+const rtHeader = new rtInt32Array(rtBuffer, 0, RT_HEADER_SLOTS);
+const rtUnits = new rtUint16Array(rtBuffer, RT_UNITS_OFFSET);
+// rtHeader[RT_QUEUED] is 1 while the queue may hold a message other than `started`,
+// i.e. something a drain would hand over. The host reads it when an evaluation of ours
 // ends (the JavaScript is stopped then): a terminated program whose flag is 0 needs
 // no drain. It is set before such a message is queued and cleared only after a queue
 // was sent or dropped, so it may say 1 for nothing, never 0 for something.
-const RT_QUEUED = 2;
-// rtHeader[3] is 1 when the batch being written holds only output (and `started`):
-// the host may keep it and hand it over with the next batch, so that a short program
-// crosses back once. It hands it over at the latest when this evaluation ends, and
-// reads it while the program still runs when it needs it (a yield window's end):
-// output never waits for the program to reach a point where it could flush again.
-const RT_DEFER = 3;
+// rtHeader[RT_DEFER] is 1 when the batch being written holds only output (and
+// `started`): the host may keep it and hand it over with the next batch, so that a
+// short program crosses back once. It hands it over at the latest when this evaluation
+// ends, and reads it while the program still runs when it needs it (a yield window's
+// end): output never waits for the program to reach a point where it could flush again.
 // Queued characters that force a flush: a batch is one message or at most this much,
 // so batching never makes the host see a "message" bigger than any single one.
 const RT_FLUSH_CHARS = RT_CHUNK;
@@ -37,10 +37,14 @@ let rtQueueUrgent = false; // the queue holds a message other than output and `s
 // They go out at the end of the next batch: the host has each reading before, or with,
 // anything the program did with it, which is what a replay needs.
 let rtClockReadings = null;
+// What a drain hands over, in order: the queued messages that are not urgent (output
+// and `started`), told apart when they are queued, never by reading their text.
+let rtQueueKept = rtNewQueue();
+let rtQueueOutput = false; // rtQueueKept holds output (not only `started`)
 
-// Header: [0] = code units in this chunk, [1] = chunk index within the batch (0 starts
-// a new batch, so a batch cut short by termination is discarded by the host), [2] =
-// RT_QUEUED (see above).
+// Header: [RT_COUNT] = code units in this chunk, [RT_INDEX] = chunk index within the
+// batch (0 starts a new batch, so a batch cut short by termination is discarded by the
+// host), [RT_QUEUED] and [RT_DEFER] (see above).
 const rtWrite = (function rtWrite(s) {
   const length = s.length;
   let offset = 0;
@@ -50,8 +54,8 @@ const rtWrite = (function rtWrite(s) {
     for (let i = 0; i < n; i++) {
       rtUnits[i] = rtReflectApply(rtStringCharCodeAt, s, [offset + i]);
     }
-    rtHeader[0] = n;
-    rtHeader[1] = index;
+    rtHeader[RT_COUNT] = n;
+    rtHeader[RT_INDEX] = index;
     index += 1;
     offset += n;
     if (offset >= length) {
@@ -70,11 +74,14 @@ const rtFlush = (function rtFlush() {
   // between the write and the clearing may be a call (an interrupt point), or a
   // termination landing there would send the batch twice.
   const fresh = rtNewQueue();
+  const freshKept = rtNewQueue();
   rtHeader[RT_DEFER] = rtQueueUrgent ? 0 : 1;
   rtWrite("[" + rtReflectApply(rtArrayJoin, rtQueue, [","]) + "]");
   rtQueue = fresh;
+  rtQueueKept = freshKept;
   rtQueueChars = 0;
   rtQueueUrgent = false;
+  rtQueueOutput = false;
   rtHeader[RT_QUEUED] = 0;
 });
 
@@ -88,7 +95,8 @@ const rtQueueClock = (function rtQueueClock() {
 });
 
 // Queues one message (already JSON text); a flush sends the queue as one batch.
-// `urgent`: the host must act on it now (anything but output and `started`).
+// `urgent`: the host must act on it now (anything but output and `started`); what is
+// not urgent is also kept aside for a drain (see rtDrain in commands.js).
 const rtEnqueue = (function rtEnqueue(json, urgent) {
   if (rtQueue.length !== 0 && rtQueueChars + json.length > RT_FLUSH_CHARS) {
     try {
@@ -99,6 +107,10 @@ const rtEnqueue = (function rtEnqueue(json, urgent) {
   }
   if (json !== RT_STARTED) rtHeader[RT_QUEUED] = 1;
   if (urgent) rtQueueUrgent = true;
+  else {
+    if (json !== RT_STARTED) rtQueueOutput = true;
+    rtReflectApply(rtArrayPush, rtQueueKept, [json]);
+  }
   rtReflectApply(rtArrayPush, rtQueue, [json]);
   rtQueueChars += json.length;
 });

@@ -14,7 +14,7 @@ from ...native_child import run_child
 
 HARNESS = """
 import json, queue, threading
-from code_mode._engine._native import FIRST_PROGRAM_TAG, NativeIsolate
+from code_mode._v8 import FIRST_PROGRAM_TAG, NativeIsolate, IsolateLimits
 
 events = queue.SimpleQueue()  # ("batch", text) and ("task", tag, outcome), in order
 hold = None  # a threading.Event that the next batch report waits for
@@ -26,8 +26,7 @@ def on_batch(text):
         hold.wait()
 
 native = NativeIsolate(
-    memory_limit_bytes=1 << 28,
-    max_message_chars=1 << 20,
+    limits=IsolateLimits(1 << 28, 1 << 20),
     on_batch=on_batch,
     on_task=lambda tag, outcome, detail: events.put(("task", tag, outcome)),
     keep_output=True,  # as in thread mode

@@ -26,25 +26,16 @@ function rtFire(id) {
 
 // The host's last call on an interrupted isolate (terminate, or a failure): it only
 // wants the output the program had queued (with `started`, which the host's checks
-// expect first). Nothing else can matter any more, and an empty drain costs nothing.
+// expect first): the messages rtEnqueue kept aside as not urgent. Nothing else can
+// matter any more, and an empty drain costs nothing.
 function rtDrain() {
-  const kept = rtNewQueue();
-  let output = false;
-  for (let i = 0; i < rtQueue.length; i++) {
-    const json = rtQueue[i];
-    const head = rtReflectApply(rtStringSlice, json, [0, 12]);
-    if (head === '{"t":"text",' || head === '{"t":"image"' || head === '{"t":"audio"') {
-      output = true;
-    }
-    else if (json !== RT_STARTED) continue;
-    rtReflectApply(rtArrayPush, kept, [json]);
-  }
   rtQueueUrgent = false;
-  if (output) {
-    rtQueue = kept;
+  if (rtQueueOutput) {
+    rtQueue = rtQueueKept;
     rtFlush();
   } else {
     rtQueue = rtNewQueue();
+    rtQueueKept = rtNewQueue();
     rtQueueChars = 0;
     rtHeader[RT_QUEUED] = 0;
   }

@@ -60,7 +60,7 @@ const rtGetter = (function rtGetter(object, key) {
 const rtBufferByteLength = rtGetter(rtBufferPrototype, "byteLength");
 const rtTypedArrayTag = rtGetter(rtTypedArrayPrototype, Symbol.toStringTag);
 
-let rtBufferLimit = Infinity; // memory_limit_bytes, set by the start command
+let rtMemoryLimitBytes = Infinity; // memory_limit_bytes, set by the start command
 const RT_ELEMENT_SIZE = { __proto__: null }; // typed-array name -> bytes per element
 const RT_MEMORY_MESSAGE = '{"t":"memory"}';
 
@@ -120,7 +120,7 @@ const RT_BUFFER_DEPS = {
   heapBreach: () => rtHeapBreach(), // allocations.js
   collectGarbage: rtCollectGarbage,
   elementSize: RT_ELEMENT_SIZE,
-  limit: Infinity, // set from rtBufferLimit on first use (after the start command)
+  limit: Infinity, // set from rtMemoryLimitBytes on first use (after the start command)
 };
 
 // A file compiled on first use (buffers_impl.js, allocations_impl.js): _prelude.py puts
@@ -140,7 +140,7 @@ let rtBuffersImpl = null;
 
 function rtBuffers() {
   if (rtBuffersImpl !== null) return rtBuffersImpl;
-  RT_BUFFER_DEPS.limit = rtBufferLimit;
+  RT_BUFFER_DEPS.limit = rtMemoryLimitBytes;
   rtBuffersImpl = rtCompileLazy(rtBuffersImplSource, RT_BUFFER_DEPS);
   return rtBuffersImpl;
 }

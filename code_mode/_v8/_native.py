@@ -21,7 +21,7 @@ paths:
 Each mini-racer context owns one isolate and one OS thread (its message pump); nothing
 else is started per cell. Creating and disposing a context block for milliseconds (V8
 isolate creation, thread join), so :class:`NativeIsolate` is only constructed and
-closed on a :class:`~code_mode._engine._blocking_threads.BlockingWorker` thread. The
+closed on a helper thread (the engine's ``BlockingWorkers``, or a worker process's). The
 library itself, and V8 with its flags, are loaded once per process
 (:mod:`._native_library`); V8's own heap limit for the isolate is :mod:`._heap_cap`.
 """
@@ -35,11 +35,23 @@ from typing import Any, Final
 
 from py_mini_racer._dll import MR_CALLBACK
 
-from . import _pkeys
+from . import _channel, _pkeys
 from ._heap_cap import HeapCap
 from ._native_library import held_library, library
 from ._native_library import live_isolate_count as live_isolate_count  # for the tests
 from ._prelude import prelude_source
+from ._values import (
+    FIRST_PROGRAM_TAG,
+    PROBE,
+    QUEUED,
+    TASK_ERROR,
+    TASK_OK,
+    TASK_OOM,
+    TASK_TERMINATED,
+    IsolateLimits,
+    IsolateUnavailable,
+    Outcome,
+)
 
 # Value type tags of mini-racer's C API (see py_mini_racer/_objects.py).
 _TYPE_STR: Final = 5
@@ -55,30 +67,16 @@ _ERROR_TYPES: Final = frozenset({200, 201, 202, 203, 204, 205, 206})
 _BELL_MORE: Final = 1
 _BELL_END: Final = 2
 _FIRST_TAG: Final = 16
-FIRST_PROGRAM_TAG: Final = 1024
 
-#: An empty batch of commands: the idleness probe (see :meth:`NativeIsolate.post`).
-PROBE: Final = "[]"
-
-#: Layout of the runtime's outgoing buffer (``js/channel.js``): int32 code units in
-#: this chunk, int32 chunk index, int32 *queued* flag, int32 *defer* flag (the batch
-#: holds only output), then the UTF-16 units.
-_QUEUED_OFFSET: Final = 8
-_DEFER_OFFSET: Final = 12
-_UNITS_OFFSET: Final = 16
+# The runtime's outgoing buffer (see _channel.py, the one definition of its layout).
+_INDEX_OFFSET: Final = _channel.byte_offset(_channel.INDEX)
+_QUEUED_OFFSET: Final = _channel.byte_offset(_channel.QUEUED_FLAG)
+_DEFER_OFFSET: Final = _channel.byte_offset(_channel.DEFER)
+_UNITS_OFFSET: Final = _channel.UNITS_OFFSET
 
 #: The most characters of output-only batches kept back (see
 #: :meth:`NativeIsolate._deliver`) before they are handed over anyway.
 KEPT_OUTPUT_CHARS: Final = 8192
-
-#: The ``detail`` of an ``ok`` or ``terminated`` report when the runtime's queue may
-#: still hold output (only a drain would hand it over); ``""`` when it holds none.
-QUEUED: Final = "queued"
-
-TASK_OK: Final = "ok"
-TASK_ERROR: Final = "error"
-TASK_OOM: Final = "oom"
-TASK_TERMINATED: Final = "terminated"
 
 # V8 initialises parts of its allocator lazily, inside the first isolate creation, and
 # two threads creating the first isolates of a process at once can trip a fatal check
@@ -100,15 +98,11 @@ DISPOSE_ALONE_SECONDS: Final = 0.2
 SETTLE_SECONDS: Final = 1.0
 
 
-class IsolateUnavailable(Exception):
-    """V8 could not create or prepare an isolate."""
-
-
 BatchSink = Callable[[str | None], None]
 """Receives one batch of messages (JSON text), or ``None`` when a batch was dropped for
 being larger than the message limit. Called on the isolate thread."""
 
-TaskSink = Callable[[int, str, str], None]
+TaskSink = Callable[[int, Outcome, str], None]
 """Receives ``(tag, outcome, detail)`` when an evaluation posted with ``post`` ends.
 Called on the isolate thread."""
 
@@ -125,8 +119,7 @@ class NativeIsolate:
     def __init__(
         self,
         *,
-        memory_limit_bytes: int,
-        max_message_chars: int,
+        limits: IsolateLimits,
         on_batch: BatchSink,
         on_task: TaskSink,
         keep_output: bool = False,
@@ -135,7 +128,7 @@ class NativeIsolate:
         self._held = held_library()
         self._on_batch = on_batch
         self._on_task = on_task
-        self._max_message_chars = max_message_chars
+        self._max_message_chars = limits.max_message_chars
         self._chunks: list[str] = []
         self._chunk_chars = 0
         self._oversized = False
@@ -165,7 +158,7 @@ class NativeIsolate:
         self._keep: list[Any] = []  # raw handles that must live as long as the context
         self._recv: Any = None  # the runtime's entry point (a function handle)
         self._argv: Any = None  # an empty array: its arguments (the batch is `this`)
-        self._heap_cap = HeapCap(self._dll, memory_limit_bytes)
+        self._heap_cap = HeapCap(self._dll, limits.memory_limit_bytes)
         self._callback = MR_CALLBACK(self._on_callback)
         with _context_lock:
             self._ctx = self._dll.mr_init_context(self._callback)
@@ -173,7 +166,7 @@ class NativeIsolate:
             raise IsolateUnavailable("failed to initialize code mode runtime")
         self._setup_phase = True
         try:
-            self._dll.mr_set_hard_memory_limit(self._ctx, memory_limit_bytes)
+            self._dll.mr_set_hard_memory_limit(self._ctx, limits.memory_limit_bytes)
             self._install_prelude()
         except BaseException:
             self._heap_cap.close()
@@ -279,10 +272,11 @@ class NativeIsolate:
             if self._ctx:
                 self._dll.mr_cancel_task(self._ctx, task_id)
 
-    def set_limits(self, memory_limit_bytes: int, max_message_chars: int) -> None:
+    def set_limits(self, limits: IsolateLimits) -> None:
         """Change the heap limit and the largest batch accepted. Never blocks (the
         limit is a plain field that V8's garbage collection callback reads)."""
-        self._max_message_chars = max_message_chars
+        memory_limit_bytes = limits.memory_limit_bytes
+        self._max_message_chars = limits.max_message_chars
         self._heap_cap.limit = memory_limit_bytes
         _pkeys.adopt_v8_rights()  # see post()
         with self._lock:
@@ -341,12 +335,12 @@ class NativeIsolate:
         if not address:
             return (False, None, False)
         count = ctypes.c_int32.from_address(address).value
-        if ctypes.c_int32.from_address(address + 4).value == 0:
+        if ctypes.c_int32.from_address(address + _INDEX_OFFSET).value == 0:
             # A new batch: drop whatever a terminated write left behind.
             self._chunks = []
             self._chunk_chars = 0
             self._oversized = False
-        if count < 0 or count > 32768:
+        if count < 0 or count > _channel.CHUNK_UNITS:
             self._oversized = True
         elif not self._oversized:
             self._chunk_chars += count
@@ -439,7 +433,7 @@ class NativeIsolate:
             self._setup_results[tag] = value
             self._setup_done.notify_all()
 
-    def _on_result(self, tag: int, raw: Any) -> tuple[int, str, str] | None:
+    def _on_result(self, tag: int, raw: Any) -> tuple[int, Outcome, str] | None:
         """The report of an evaluation that ended (called with the lock held), or
         ``None`` when it is not reported."""
         if tag < FIRST_PROGRAM_TAG:
@@ -453,6 +447,7 @@ class NativeIsolate:
         contents = raw.contents
         kind = int(contents.type)
         detail = ""
+        outcome: Outcome
         if kind == _TYPE_OOM_EXCEPTION:
             outcome = TASK_OOM
         elif kind == _TYPE_TERMINATED_EXCEPTION:

@@ -12,11 +12,10 @@ from __future__ import annotations
 from ...native_child import run_child
 
 CHILD = """
-from code_mode._engine._native import NativeIsolate
+from code_mode._v8 import NativeIsolate, IsolateLimits
 
 native = NativeIsolate(
-    memory_limit_bytes=1 << 28,
-    max_message_chars=1 << 20,
+    limits=IsolateLimits(1 << 28, 1 << 20),
     on_batch=lambda text: None,
     on_task=lambda tag, outcome, detail: None,
 )

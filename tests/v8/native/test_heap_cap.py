@@ -1,4 +1,4 @@
-"""V8's own heap limit per isolate (``_engine/_heap_cap.py``), as V8 itself reports it.
+"""V8's own heap limit per isolate (``_v8/_heap_cap.py``), as V8 itself reports it.
 
 The limit is set on the isolate thread inside the callback that reports the prelude's
 evaluation (no set-up round trip of its own), and lowered when a warm isolate is handed
@@ -15,13 +15,12 @@ from ...native_child import run_child
 
 CHILD = """
 import json, threading
-from code_mode._engine._native import FIRST_PROGRAM_TAG, NativeIsolate
+from code_mode._v8 import FIRST_PROGRAM_TAG, NativeIsolate, IsolateLimits
 
 MiB = 1 << 20
 ended = threading.Event()
 native = NativeIsolate(
-    memory_limit_bytes=256 * MiB,
-    max_message_chars=1 << 20,
+    limits=IsolateLimits(256 * MiB, 1 << 20),
     on_batch=lambda text: None,
     on_task=lambda tag, outcome, detail: ended.set(),
 )
@@ -34,7 +33,7 @@ def heap_size_limit():
     return json.loads(text)["heap_size_limit"]
 
 limits = {"set_up": heap_size_limit()}
-native.set_limits(32 * MiB, 1 << 20)
+native.set_limits(IsolateLimits(32 * MiB, 1 << 20))
 native.post("[]", FIRST_PROGRAM_TAG)  # runs after the lowering
 assert ended.wait(10)
 limits["lowered"] = heap_size_limit()
