@@ -45,11 +45,13 @@ import itertools
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextlib import AsyncExitStack
 from types import TracebackType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 import trio
 
+from .. import _asyncio_host
+from .._asyncio_host import HeldContext, trio_side
 from .._config import RuntimeConfig
 from .._engine import Engine
 from .._errors import CodeModeError
@@ -66,6 +68,7 @@ from .._types import (
     YieldAfter,
     Yielded,
 )
+from ..integrations.host_loop import on_host
 from ..integrations.routing import NestedTool, ToolRouter
 from ..model_tools.adapters import (
     EXEC_TOOL_NAME,
@@ -84,6 +87,10 @@ from ..model_tools.pragma import (
     parse_exec_input,
 )
 from .toolset import Toolset
+
+if TYPE_CHECKING:  # the SDKs' types of openai_tools()/anthropic_tools() (model_tools/adapters.py)
+    from anthropic.types import ToolParam as AnthropicToolParam
+    from openai.types.responses import CustomToolParam, FunctionToolParam
 
 __all__ = [
     "YIELD_GRACE_MS",
@@ -181,7 +188,7 @@ class _Delegate:
             return
         outcome = self._on_notify(Notification(call_id, cell_id, text))
         if inspect.isawaitable(outcome):
-            await outcome
+            await on_host(outcome)  # under asyncio: on the asyncio loop
 
     async def cell_closed(self, cell_id: CellId) -> None:
         return None
@@ -286,13 +293,18 @@ class CodeModeSession:
         )
         self._call_ids = itertools.count(1)
         self._exit_stack: AsyncExitStack | None = None
+        self._guest: HeldContext | None = None  # entered on asyncio: the guest run's hold
 
     # -- lifetime ------------------------------------------------------------------
 
     async def __aenter__(self) -> CodeModeSession:
         # The runtime's nursery holds the cells: entering the runtime opens it.
         stack = AsyncExitStack()
-        await stack.enter_async_context(self._runtime)
+        if _asyncio_host.on_asyncio():  # the runtime lives in the loop's trio guest run
+            self._guest = await _asyncio_host.enter(self._runtime)
+            stack.push_async_callback(_asyncio_host.leave, self._guest)
+        else:
+            await stack.enter_async_context(self._runtime)
         self._exit_stack = stack
         return self
 
@@ -336,14 +348,14 @@ class CodeModeSession:
         Schema."""
         return self._toolset.wait_tool(push=self._push, idle_floor_ms=self._idle_floor_ms)
 
-    def openai_tools(self, *, grammar: bool = True) -> list[dict[str, Any]]:
+    def openai_tools(self, *, grammar: bool = True) -> list[CustomToolParam | FunctionToolParam]:
         """``[exec, wait]`` for the OpenAI Responses API ``tools`` parameter (``exec``
         a custom tool, ``wait`` a function tool)."""
         return self._toolset.openai_tools(
             grammar=grammar, push=self._push, idle_floor_ms=self._idle_floor_ms
         )
 
-    def anthropic_tools(self) -> list[dict[str, Any]]:
+    def anthropic_tools(self) -> list[AnthropicToolParam]:
         """``[exec, wait]`` for the Anthropic Messages API ``tools`` parameter."""
         return self._toolset.anthropic_tools(push=self._push, idle_floor_ms=self._idle_floor_ms)
 
@@ -357,6 +369,7 @@ class CodeModeSession:
         if self._exit_stack is None:
             raise RuntimeError("use the session as `async with CodeModeSession(...) as cm:`")
 
+    @trio_side
     async def exec(self, source: str, *, call_id: str | None = None) -> list[OutputItem]:
         """Run ``source`` (raw JavaScript, optionally with a ``// @exec: {...}`` first
         line) and return its first result: ``Script completed``/``failed`` if it ended
@@ -396,6 +409,7 @@ class CodeModeSession:
         self._note_result(started.cell_id, event)
         return self._format(event, started_at, started.cell_id, max_tokens, runtime_at)
 
+    @trio_side
     async def wait(
         self,
         cell_id: str,
@@ -428,6 +442,7 @@ class CodeModeSession:
         self._note_result(cell, event)
         return self._format(event, started_at, cell_id, max_tokens, runtime_at)
 
+    @trio_side
     async def preempt(self, cell_id: str) -> bool:
         """Make the ``exec`` or ``wait`` that is observing ``cell_id`` return now, with
         the output so far and ``Script running with cell ID <id>``; the program keeps
@@ -437,6 +452,7 @@ class CodeModeSession:
         self._check_entered()
         return await self._runtime.preempt(CellId(cell_id))
 
+    @trio_side
     async def handle_call(
         self, name: str, arguments: Mapping[str, Any] | str, *, call_id: str | None = None
     ) -> list[OutputItem]:
@@ -468,6 +484,7 @@ class CodeModeSession:
             f"CodeModeSession serves only `{EXEC_TOOL_NAME}` and `{WAIT_TOOL_NAME}`, not `{name}`"
         )
 
+    @trio_side
     async def shutdown(self) -> None:
         """Terminate every program and refuse new ones; the ``async with`` block still
         has to be left. Idempotent."""
@@ -535,4 +552,4 @@ class CodeModeSession:
         )
         outcome = self._on_finished(CellFinished(cell_id, record.call_id, items))
         if inspect.isawaitable(outcome):
-            await outcome
+            await on_host(outcome)  # under asyncio: on the asyncio loop

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -43,6 +43,10 @@ from ..model_tools.descriptions import (
     wait_description,
 )
 from ..model_tools.tool_search import TOOL_SEARCH_NAME, ToolSearch
+
+if TYPE_CHECKING:  # the SDKs' param types (model_tools/adapters.py)
+    from anthropic.types import ToolParam as AnthropicToolParam
+    from openai.types.responses import CustomToolParam, FunctionToolParam
 
 __all__ = ["Toolset"]
 
@@ -190,7 +194,7 @@ class Toolset:
 
     def openai_tools(
         self, *, grammar: bool = True, push: bool = False, idle_floor_ms: int | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[CustomToolParam | FunctionToolParam]:
         """``[exec, wait]`` for the OpenAI Responses API (``exec`` a custom tool)."""
         exec_tool = openai_exec_tool(
             self.definitions,
@@ -203,7 +207,7 @@ class Toolset:
 
     def anthropic_tools(
         self, *, push: bool = False, idle_floor_ms: int | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[AnthropicToolParam]:
         """``[exec, wait]`` for the Anthropic Messages API."""
         exec_tool = anthropic_exec_tool(
             self.definitions,

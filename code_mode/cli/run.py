@@ -27,7 +27,10 @@ from .exit_status import EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT
 
 
 def _describe(event: CellEvent) -> str:
-    lines: list[str] = [f"== {type(event).__name__}"]
+    # A program that threw ends as a `Completed` event with an error; its header says
+    # `Failed`, as the model's `Script failed` does.
+    failed = isinstance(event, Completed) and event.error_text is not None
+    lines: list[str] = ["== Failed" if failed else f"== {type(event).__name__}"]
     for item in event.content_items:
         if isinstance(item, Text):
             lines.append(item.text)

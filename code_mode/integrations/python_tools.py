@@ -72,6 +72,7 @@ from ._json_schema import JSONValidationError, validate_json
 from ._schema import ToolArgumentsError, schema_for_type
 from ._signature import Signature, input_schema_for, signature_of
 from ._to_json import ToolResultError, to_json
+from .host_loop import on_host
 
 __all__ = [
     "JSONValidationError",
@@ -161,7 +162,8 @@ class PythonTool(Generic[_P, _R]):
         # The arguments come from JSON, checked at run time, not by the type checker.
         function: Callable[..., Any] = self.function
         if self.is_async:
-            result = await function(*args, **kwargs)
+            # Under asyncio (trio as its guest) on the asyncio loop, as it was written.
+            result = await on_host(function(*args, **kwargs))
         else:
             result = await trio.to_thread.run_sync(functools.partial(function, *args, **kwargs))
         try:

@@ -58,6 +58,7 @@ from ..model_tools.adapters import EXEC_TOOL_NAME, WAIT_TOOL_NAME, mcp_call_tool
 from ..model_tools.descriptions import NamespaceDescription
 from ..model_tools.formatting import is_error_result
 from .client_timeouts import DEFAULT_MCP_MAX_YIELD_TIME_MS
+from .any_loop import AnyLoopApp
 from .http_front import HttpFront
 from .limits import ServerLimits
 from .protocol_versions import advertise_served_versions
@@ -212,22 +213,27 @@ class CodeModeMcpServer:
     def http_app(self, host: str = "127.0.0.1") -> ASGIApp:
         """The streamable HTTP endpoint (at :data:`MCP_HTTP_PATH`), with ``/healthz``
         and ``/readyz`` beside it (:mod:`.http_front`), as an ASGI app for an ASGI server
-        running on trio (its lifespan must run: it holds the sessions). ``host`` is
+        running on trio, or on asyncio such as uvicorn (its lifespan must run: it holds
+        the sessions). ``host`` is
         the address served: DNS rebinding protection is on for loopback hosts, as the
         SDK does, and off otherwise (behind a balancer, clients name the balancer)."""
-        app = self.server.streamable_http_app(
-            streamable_http_path=MCP_HTTP_PATH,
-            session_idle_timeout=self._limits.session_idle_timeout,
-            max_request_body_size=self._limits.max_request_body_bytes,
-            host=host,
-        )
-        front = HttpFront(
-            app,
-            _Door(lambda: self._pool, lambda: self._draining),
-            self._limits.max_request_body_bytes,
-        )
-        self._front = front
-        return front
+
+        def build() -> ASGIApp:
+            app = self.server.streamable_http_app(
+                streamable_http_path=MCP_HTTP_PATH,
+                session_idle_timeout=self._limits.session_idle_timeout,
+                max_request_body_size=self._limits.max_request_body_bytes,
+                host=host,
+            )
+            front = HttpFront(
+                app,
+                _Door(lambda: self._pool, lambda: self._draining),
+                self._limits.max_request_body_bytes,
+            )
+            self._front = front
+            return front
+
+        return AnyLoopApp(build)  # under uvicorn too: in trio guest mode (any_loop.py)
 
     async def serve_http(
         self,

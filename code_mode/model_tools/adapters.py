@@ -32,11 +32,25 @@ import binascii
 import json
 import urllib.parse
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from .._types import Audio, Image, ImageDetail, OutputItem, Text, ToolDefinition
 from .descriptions import NamespaceDescription, exec_description, wait_description
 from .pragma import DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_YIELD_TIME_MS, ExecInputError
+
+if TYPE_CHECKING:
+    # The SDKs' own parameter types, for type checkers only (the SDKs are optional): the
+    # shapes below are typed as what `client.responses.create(tools=..., input=...)` and
+    # `client.messages.create(tools=..., messages=...)` accept, so an agent loop passes
+    # `mypy --strict` as written.
+    from anthropic.types import ToolParam as AnthropicToolParam
+    from anthropic.types import ToolResultBlockParam
+    from openai.types.responses import (
+        CustomToolParam,
+        FunctionToolParam,
+        ResponseCustomToolCallOutputParam,
+    )
+    from openai.types.responses.response_input_item_param import FunctionCallOutput
 
 __all__ = [
     "ANTHROPIC_IMAGE_MEDIA_TYPES",
@@ -255,7 +269,7 @@ def openai_exec_tool(
     deferred: bool = False,
     grammar: bool = True,
     push: bool = False,
-) -> dict[str, Any]:
+) -> CustomToolParam:
     """``exec`` as a Responses API custom (free-text) tool.
 
     With ``grammar=True`` the input is constrained by :data:`EXEC_LARK_GRAMMAR`;
@@ -266,27 +280,33 @@ def openai_exec_tool(
         if grammar
         else {"type": "text"}
     )
-    return {
-        "type": "custom",
-        "name": EXEC_TOOL_NAME,
-        "description": exec_description(
-            tools, namespace_descriptions=namespace_descriptions, deferred=deferred, push=push
-        ),
-        "format": text_format,
-    }
+    return cast(
+        "CustomToolParam",
+        {
+            "type": "custom",
+            "name": EXEC_TOOL_NAME,
+            "description": exec_description(
+                tools, namespace_descriptions=namespace_descriptions, deferred=deferred, push=push
+            ),
+            "format": text_format,
+        },
+    )
 
 
-def openai_wait_tool(*, push: bool = False, idle_floor_ms: int | None = None) -> dict[str, Any]:
+def openai_wait_tool(*, push: bool = False, idle_floor_ms: int | None = None) -> FunctionToolParam:
     """``wait`` as a Responses API function tool (``strict: false``, because strict
     mode would force every optional argument to be present). ``push`` and
     ``idle_floor_ms``: see :func:`~.descriptions.wait_description`."""
-    return {
-        "type": "function",
-        "name": WAIT_TOOL_NAME,
-        "description": wait_description(push=push, idle_floor_ms=idle_floor_ms),
-        "parameters": wait_parameters(),
-        "strict": False,
-    }
+    return cast(
+        "FunctionToolParam",
+        {
+            "type": "function",
+            "name": WAIT_TOOL_NAME,
+            "description": wait_description(push=push, idle_floor_ms=idle_floor_ms),
+            "parameters": wait_parameters(),
+            "strict": False,
+        },
+    )
 
 
 def openai_content(
@@ -320,26 +340,30 @@ def openai_content(
     return parts
 
 
-def openai_exec_output(
-    call_id: str, items: Sequence[OutputItem], *, allow_original_detail: bool = True
+def _openai_output(
+    kind: str, call_id: str, items: Sequence[OutputItem], allow_original_detail: bool
 ) -> dict[str, Any]:
-    """The ``custom_tool_call_output`` input item answering an ``exec`` call."""
     return {
-        "type": "custom_tool_call_output",
+        "type": kind,
         "call_id": call_id,
         "output": openai_content(items, allow_original_detail=allow_original_detail),
     }
+
+
+def openai_exec_output(
+    call_id: str, items: Sequence[OutputItem], *, allow_original_detail: bool = True
+) -> ResponseCustomToolCallOutputParam:
+    """The ``custom_tool_call_output`` input item answering an ``exec`` call."""
+    output = _openai_output("custom_tool_call_output", call_id, items, allow_original_detail)
+    return cast("ResponseCustomToolCallOutputParam", output)
 
 
 def openai_wait_output(
     call_id: str, items: Sequence[OutputItem], *, allow_original_detail: bool = True
-) -> dict[str, Any]:
+) -> FunctionCallOutput:
     """The ``function_call_output`` input item answering a ``wait`` call."""
-    return {
-        "type": "function_call_output",
-        "call_id": call_id,
-        "output": openai_content(items, allow_original_detail=allow_original_detail),
-    }
+    output = _openai_output("function_call_output", call_id, items, allow_original_detail)
+    return cast("FunctionCallOutput", output)
 
 
 # --- Anthropic Messages API -------------------------------------------------------
@@ -375,19 +399,27 @@ def anthropic_exec_tool(
     namespace_descriptions: Mapping[str, NamespaceDescription] | None = None,
     deferred: bool = False,
     push: bool = False,
-) -> dict[str, Any]:
+) -> AnthropicToolParam:
     """``exec`` as an Anthropic tool taking ``{"code": string}`` (the API has no
     free-text tools); read the source back with :func:`exec_source_from_arguments`."""
-    return _json_exec_tool(tools, "input_schema", namespace_descriptions, deferred, push)
+    return cast(
+        "AnthropicToolParam",
+        _json_exec_tool(tools, "input_schema", namespace_descriptions, deferred, push),
+    )
 
 
-def anthropic_wait_tool(*, push: bool = False, idle_floor_ms: int | None = None) -> dict[str, Any]:
+def anthropic_wait_tool(
+    *, push: bool = False, idle_floor_ms: int | None = None
+) -> AnthropicToolParam:
     """``wait`` as an Anthropic tool."""
-    return {
-        "name": WAIT_TOOL_NAME,
-        "description": wait_description(push=push, idle_floor_ms=idle_floor_ms),
-        "input_schema": wait_parameters(),
-    }
+    return cast(
+        "AnthropicToolParam",
+        {
+            "name": WAIT_TOOL_NAME,
+            "description": wait_description(push=push, idle_floor_ms=idle_floor_ms),
+            "input_schema": wait_parameters(),
+        },
+    )
 
 
 def anthropic_content(items: Sequence[OutputItem]) -> list[dict[str, Any]]:
@@ -423,15 +455,18 @@ def anthropic_content(items: Sequence[OutputItem]) -> list[dict[str, Any]]:
 
 def anthropic_tool_result(
     tool_use_id: str, items: Sequence[OutputItem], *, is_error: bool = False
-) -> dict[str, Any]:
+) -> ToolResultBlockParam:
     """The ``tool_result`` block answering an ``exec`` or ``wait`` call (goes in a
     ``user`` message). Pass ``is_error=not result_succeeded(result)``."""
-    return {
-        "type": "tool_result",
-        "tool_use_id": tool_use_id,
-        "content": anthropic_content(items),
-        "is_error": is_error,
-    }
+    return cast(
+        "ToolResultBlockParam",
+        {
+            "type": "tool_result",
+            "tool_use_id": tool_use_id,
+            "content": anthropic_content(items),
+            "is_error": is_error,
+        },
+    )
 
 
 # --- MCP --------------------------------------------------------------------------

@@ -81,3 +81,10 @@ def test_a_syntax_error_names_its_line_and_column(tmp_path: Path) -> None:
     assert result.returncode == 1, result
     assert "SyntaxError: Unexpected token '='\n    at exec_main.mjs:2:7\n" in result.stdout
     assert "fine" not in result.stdout  # nothing of the program ran
+
+
+def test_a_program_that_throws_is_headed_failed(tmp_path: Path) -> None:
+    program = _program(tmp_path, 'text("so far");\nawait tools.search({});\n')
+    result = _run("run", "--timeout", "20", program)
+    assert result.returncode == 1
+    assert result.stdout == "== Failed\nso far\nerror: tool `search` is not enabled in exec\n"

@@ -37,6 +37,8 @@ LAYERS: dict[str, set[str]] = {
         "package",
     },
     "mcp server": {"vocabulary", "model tools", "tool sources", "facade", "package", "mcp server"},
+    # Optional: exec/wait as the tools of agent frameworks, beside the MCP server.
+    "adapters": {"vocabulary", "model tools", "facade", "package", "adapters"},
     "cli": {
         "vocabulary",
         "session runtime",
@@ -72,7 +74,9 @@ def layer_of(module: str) -> str:
         "model_tools": "model tools",
         "integrations": "tool sources",
         "_facade": "facade",
+        "_asyncio_host": "facade",
         "mcp_server": "mcp server",
+        "adapters": "adapters",
         "cli": "cli",
         "__main__": "cli",
     }

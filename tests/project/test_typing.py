@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.project.test_docs_run import blocks
 from tests.project.test_readme_example import quickstart_code
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,3 +69,28 @@ def test_tool_keeps_the_signature_for_type_checkers(tmp_path: Path, mypy_cache: 
     assert len(errors) == 1, report
     assert 'Argument 1 to "__call__" of "PythonTool" has incompatible type "str"' in errors[0]
     assert ":17:" in errors[0], report
+
+
+@pytest.mark.parametrize(
+    ("has", "lacks"),
+    [
+        ("client = OpenAI()", "pushed.receive()"),
+        ("client = Anthropic()", "\0"),
+        ("pushed.receive()", "\0"),
+    ],
+    ids=["openai", "anthropic", "openai-push"],
+)
+def test_agent_md_loops_pass_mypy_strict_with_the_sdks(
+    has: str, lacks: str, tmp_path: Path, mypy_cache: Path
+) -> None:
+    """docs/agent.md's SDK loops (after its `@tool` block) type-check against the
+    installed OpenAI and Anthropic SDKs: the adapters return the SDKs' param types."""
+    page = [
+        b
+        for b in blocks(ROOT / "docs" / "agent.md")
+        if b.language == "python" and b.not_run is None
+    ]
+    tools = page[0].code
+    (loop,) = [b.code for b in page if has in b.code and lacks not in b.code]
+    status, report = mypy_strict(tmp_path, mypy_cache, tools + "\n" + loop)
+    assert status == 0, report
