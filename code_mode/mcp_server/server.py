@@ -57,8 +57,8 @@ from ..integrations.routing import NestedTool
 from ..model_tools.adapters import EXEC_TOOL_NAME, WAIT_TOOL_NAME, mcp_call_tool_result
 from ..model_tools.descriptions import NamespaceDescription
 from ..model_tools.formatting import is_error_result
-from .client_timeouts import DEFAULT_MCP_MAX_YIELD_TIME_MS
 from .any_loop import AnyLoopApp
+from .client_timeouts import DEFAULT_MCP_MAX_YIELD_TIME_MS
 from .http_front import HttpFront
 from .limits import ServerLimits
 from .protocol_versions import advertise_served_versions
