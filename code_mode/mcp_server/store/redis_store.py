@@ -33,7 +33,17 @@ from .interface import (
     StoreError,
     StoreUnavailable,
 )
-from .scripts import APPEND_EVENT, APPEND_JOURNAL, CLAIM, DEAD, FINISH, SAVE, SEND, TOUCH
+from .scripts import (
+    APPEND_EVENT,
+    APPEND_JOURNAL,
+    CLAIM,
+    DEAD,
+    FINISH,
+    SAVE,
+    SEND,
+    SET_CURSOR,
+    TOUCH,
+)
 from .url import StoreConfig
 
 __all__ = ["DEFAULT_OPERATION_TIMEOUT", "RedisStore", "open_redis_store"]
@@ -74,6 +84,7 @@ class RedisStore:
                 "journal": APPEND_JOURNAL,
                 "event": APPEND_EVENT,
                 "send": SEND,
+                "cursor": SET_CURSOR,
             }.items()
         }
 
@@ -159,7 +170,13 @@ class RedisStore:
             fields = await self._client.hgetall(_key("c", cell))
         if "session" not in fields:
             return None
-        return CellRecord(cell, fields["session"], fields.get("server") or None)
+        cursor = int(fields.get("cursor") or 0)
+        return CellRecord(cell, fields["session"], fields.get("server") or None, cursor)
+
+    async def set_cursor(self, cell: str, offset: int) -> bool:
+        if not is_handle(cell):
+            return False
+        return bool(await self._script("cursor", [_key("c", cell)], [max(0, offset)]))
 
     async def finish_cell(self, cell: str) -> None:
         if is_handle(cell):
