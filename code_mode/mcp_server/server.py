@@ -129,6 +129,7 @@ class CodeModeMcpServer:
             if store is not None
             else MemoryStore(session_ttl=(limits or ServerLimits()).session_idle_timeout),
             server_name(),
+            max_yield_time_ms,
         )
         self._session_options: dict[str, Any] = {
             "config": config,
@@ -272,9 +273,10 @@ class CodeModeMcpServer:
 
     @asynccontextmanager
     async def _lifespan(self, _server: Server[SessionPool]) -> AsyncIterator[SessionPool]:
-        async with open_session_pool(
-            self._open_session, self._limits, draining=self._draining
-        ) as pool:
+        async with (
+            self._stateless.running(),
+            open_session_pool(self._open_session, self._limits, draining=self._draining) as pool,
+        ):
             self._pool = pool
             try:
                 yield pool

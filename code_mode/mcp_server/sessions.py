@@ -83,9 +83,6 @@ class SessionEntry:
         self.by_cell: dict[str, Listener] = {}
         self.standalone: ServerSession | None = None
         self.results: PushedResults | None = None  # with push: results to collect
-        # Stateless revision (:mod:`.stateless`): the handles of its cells, both ways.
-        self.cells: dict[str, str] = {}  # cell handle -> the session's own cell id
-        self.handles: dict[str, str] = {}  # the session's own cell id -> cell handle
 
     async def notify(self, note: Notification) -> None:
         listener = self.by_cell.get(str(note.cell_id)) or self.by_call.get(note.call_id)

@@ -10,7 +10,17 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["APPEND_EVENT", "APPEND_JOURNAL", "CLAIM", "DEAD", "FINISH", "SAVE", "SEND", "SET_CURSOR", "TOUCH"]
+__all__ = [
+    "APPEND_EVENT",
+    "APPEND_JOURNAL",
+    "CLAIM",
+    "DEAD",
+    "FINISH",
+    "SAVE",
+    "SEND",
+    "SET_CURSOR",
+    "TOUCH",
+]
 
 _REFRESH: Final = """
 local function refresh(ttl, ...)
