@@ -83,7 +83,7 @@ from .cell_events import decode_event, encode_end, encode_output
 from .client_timeouts import with_progress
 from .refusals import NO_NEW_PROGRAMS
 from .sessions import Refused, SessionEntry, SessionPool, serve_call
-from .store import DEFAULT_HEARTBEAT_TTL, Store, StoreError, is_handle, missing_cell, new_handle
+from .store import Store, StoreError, is_handle, missing_cell, new_handle
 
 __all__ = [
     "SESSION_ARGUMENT",
@@ -112,6 +112,13 @@ is appended at once)."""
 
 _RETRY: Final = 0.5  # seconds before a store operation of a background task is retried
 _TERMINATE_BOUND: Final = 30.0  # seconds a terminating wait waits for the cell's end
+
+_LOST: Final = Completed(
+    [],
+    "the code mode server running this program stopped before the program ended (its "
+    "process died); the program is lost: its output up to then is above, the stored "
+    "values of its session are kept (those it was about to write are not)",
+)
 
 _RUNNING: Final = re.compile(r"Script running with cell ID (\S+)\n")
 
@@ -176,6 +183,7 @@ class StatelessCalls:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._heartbeats)
             nursery.start_soon(self._commands)
+            nursery.start_soon(self._reaper)
             try:
                 yield
             finally:
@@ -331,7 +339,25 @@ class StatelessCalls:
                 await self._store.heartbeat(self._server)
             except StoreError as error:
                 logger.warning("code mode store: %s (heartbeat)", error)
-            await trio.sleep(DEFAULT_HEARTBEAT_TTL / 3)
+            await trio.sleep(self._store.heartbeat_ttl / 3)
+
+    async def _reaper(self) -> None:
+        """Claim the cells of servers that stopped heartbeating (one claimant wins
+        each) and end them with a clear failure, so that their ``wait`` calls do not wait
+        on a program nobody runs. (Resuming them from a journal in the store is the
+        next step: docs/deploy.md.)"""
+        while True:
+            await trio.sleep(self._store.heartbeat_ttl / 3)
+            try:
+                for dead in await self._store.dead_servers():
+                    for record in await self._store.claim_cells(dead, self._server):
+                        logger.warning(
+                            "code mode server %s stopped: ending its cell %s", dead, record.cell
+                        )
+                        await self._store.append_event(record.cell, encode_end(_LOST))
+                        await self._store.finish_cell(record.cell)
+            except StoreError as error:
+                logger.warning("code mode store: %s (looking for stopped servers)", error)
 
     # -- wait: on any server, from the store -------------------------------------------
 

@@ -40,12 +40,14 @@ def redis(tmp_path: Path) -> Iterator[RedisServer]:
 
 
 @asynccontextmanager
-async def servers(url: str, count: int) -> AsyncIterator[list[Client]]:
+async def servers(url: str, count: int, heartbeat_ttl: float = 15.0) -> AsyncIterator[list[Client]]:
     """``count`` servers on the store at ``url``, a default client for each."""
     async with AsyncExitStack() as stack:
         clients = []
         for _ in range(count):
-            store = await stack.enter_async_context(open_store(url, session_ttl=600))
+            store = await stack.enter_async_context(
+                open_store(url, session_ttl=600, heartbeat_ttl=heartbeat_ttl)
+            )
             server = CodeModeMcpServer(tools=[gate], store=store)
             endpoint = await stack.enter_async_context(http_server(server))
             clients.append(await stack.enter_async_context(Client(endpoint)))
@@ -122,3 +124,27 @@ async def test_terminate_reaches_the_running_server(redis: RedisServer) -> None:
             assert running is not None, texts(started)
             stopped = await b.call_tool("wait", {"cell_id": running.group(1), "terminate": True})
             assert texts(stopped)[0].startswith("Script terminated\n"), texts(stopped)
+
+
+async def test_the_cells_of_a_server_that_stopped_fail_clearly(redis: RedisServer) -> None:
+    with trio.fail_after(SAFETY):
+        async with (
+            open_store(redis.url, session_ttl=600, heartbeat_ttl=0.6) as store,
+            servers(redis.url, 1, heartbeat_ttl=0.6) as (b,),
+        ):
+            # A server that registered a cell, then stopped heartbeating (as a
+            # SIGKILLed one does): another server claims the cell and ends it.
+            first = await b.call_tool("exec", {"code": 'store("kept", 7)'})
+            session = session_of(first)
+            await store.heartbeat("ghost")
+            cell = await store.register_cell(session, "ghost")
+            await store.append_event(cell, '{"output": [{"text": "half"}]}')
+            lost = await b.call_tool("wait", {"cell_id": cell, "yield_time_ms": 10_000})
+            assert texts(lost)[0].startswith("Script failed\n"), texts(lost)
+            assert texts(lost)[2] == "half"
+            assert "stopped before the program ended" in texts(lost)[-1]
+            assert session_of(lost) == session
+            kept = await b.call_tool(
+                "exec", {"code": 'text(String(load("kept")))', "session": session}
+            )
+            assert texts(kept)[2:] == ["7"]

@@ -123,6 +123,11 @@ class Store(Protocol):
         """The store as the operator wrote it, without any password (for messages)."""
         ...
 
+    @property
+    def heartbeat_ttl(self) -> float:
+        """Seconds a heartbeat keeps a server alive (a server beats a third of it)."""
+        ...
+
     # --- sessions: stored values per session handle
     async def new_session(self) -> str:
         """Mint a session handle with no stored values."""

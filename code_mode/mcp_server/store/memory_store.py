@@ -88,6 +88,10 @@ class MemoryStore:
     def name(self) -> str:
         return "memory://"
 
+    @property
+    def heartbeat_ttl(self) -> float:
+        return self._heartbeat_ttl
+
     def __repr__(self) -> str:
         return f"MemoryStore(sessions={len(self._sessions)}, cells={len(self._cells)})"
 

@@ -92,6 +92,10 @@ class RedisStore:
     def name(self) -> str:
         return self._config.display
 
+    @property
+    def heartbeat_ttl(self) -> float:
+        return self._heartbeat_ms / 1000
+
     def __repr__(self) -> str:
         return f"RedisStore({self._config.display!r})"
 
