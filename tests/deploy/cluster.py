@@ -106,7 +106,7 @@ async def local_cluster(count: int, *serve_options: str) -> AsyncIterator[Cluste
     """``deploy/local.sh count PORT`` serving :data:`TOOLS`, until the block ends
     (then stopped with SIGINT; anything left is killed)."""
     require_haproxy()
-    port = free_port_block(count + 1)
+    port = free_port_block(count + 2)  # the balancer, the servers, the store
     cluster = Cluster(url=f"http://127.0.0.1:{port}/mcp")
     env = {
         **os.environ,
