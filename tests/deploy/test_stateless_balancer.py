@@ -45,6 +45,12 @@ class Crowd:
         while any(agent.completed < count for agent in self.agents):
             await self._progress.wait()
 
+    async def each_completes(self, more: int) -> None:
+        """Until each agent has completed ``more`` programs from now on."""
+        wanted = {agent.name: agent.completed + more for agent in self.agents}
+        while any(agent.completed < wanted[agent.name] for agent in self.agents):
+            await self._progress.wait()
+
 
 def report(cluster: Cluster, agents: list[StatelessAgent]) -> str:
     wrong = [line for agent in agents for line in agent.wrong]
@@ -65,10 +71,10 @@ async def test_stateless_clients_any_server_then_a_kill_then_a_drain() -> None:
         assert any(line.startswith("local.sh: store pid") for line in cluster.lines)
         agents = [StatelessAgent(f"c{i}", cluster.url) for i in range(CLIENTS)]
         crowd = Crowd(agents)
-        target = {agent.name: 2 for agent in agents}
+        stop = trio.Event()
 
         def done(agent: StatelessAgent) -> bool:
-            return agent.completed >= target[agent.name]
+            return stop.is_set()
 
         with trio.fail_after(BOUND):
             async with trio.open_nursery() as nursery:
@@ -82,14 +88,10 @@ async def test_stateless_clients_any_server_then_a_kill_then_a_drain() -> None:
                 summary("stateless", agents)
 
                 # 2. One server SIGKILLed while every client is in a program.
-                for agent in agents:
-                    target[agent.name] = 4
-                crowd.progressed()
-                await trio.sleep(0.3)
                 victim = cluster.servers[0]
                 os.kill(victim, signal.SIGKILL)
                 killed_at = trio.current_time()
-                await crowd.everyone_completed(4)
+                await crowd.each_completes(2)
                 assert await cluster.exit_status(victim) == 128 + signal.SIGKILL
                 recovered_in = trio.current_time() - killed_at
                 assert not any(agent.wrong for agent in agents), report(cluster, agents)
@@ -104,14 +106,11 @@ async def test_stateless_clients_any_server_then_a_kill_then_a_drain() -> None:
                 )
 
                 # 3. SIGTERM on another: it drains; its programs complete.
-                for agent in agents:
-                    target[agent.name] = 6
-                crowd.progressed()
-                await trio.sleep(0.3)
                 drained = cluster.servers[1]
                 lost_before = sum(len(agent.lost) for agent in agents)
                 os.kill(drained, signal.SIGTERM)
-                await crowd.everyone_completed(6)
+                await crowd.each_completes(2)
+                stop.set()
                 assert await cluster.exit_status(drained) == 0
                 assert sum(len(agent.lost) for agent in agents) == lost_before
                 assert not any(agent.wrong for agent in agents), report(cluster, agents)

@@ -148,3 +148,33 @@ async def test_the_cells_of_a_server_that_stopped_fail_clearly(redis: RedisServe
                 "exec", {"code": 'text(String(load("kept")))', "session": session}
             )
             assert texts(kept)[2:] == ["7"]
+
+
+async def test_a_store_outage_fails_calls_clearly_and_cells_catch_up(redis: RedisServer) -> None:
+    GATES["outage"] = trio.Event()
+    with trio.fail_after(SAFETY):
+        async with servers(redis.url, 1) as (a,):
+            started = await a.call_tool(
+                "exec",
+                {
+                    "code": '// @exec: {"yield_time_ms": 50}\n'
+                    'text("before"); await tools.gate({name: "outage"}); text("after")'
+                },
+            )
+            running = RUNNING.match(texts(started)[0])
+            assert running is not None, texts(started)
+            redis.pause()
+            try:
+                failed = await a.call_tool("wait", {"cell_id": running.group(1)})
+                assert failed.is_error
+                (message,) = texts(failed)
+                assert message.startswith("code mode could not reach its store: the store redis://")
+                assert "did not answer" in message and "s3cret-Pw" not in message
+                GATES["outage"].set()  # the program ends while the store is away
+                await trio.sleep(0.5)
+            finally:
+                redis.resume()
+            # Back: the server is alive and the cell's end caught up in the store.
+            done = await a.call_tool("wait", {"cell_id": running.group(1), "yield_time_ms": 20_000})
+            assert texts(done)[0].startswith("Script completed\n"), texts(done)
+            assert texts(done)[2:] == ["after"]
