@@ -130,6 +130,7 @@ class CodeModeMcpServer:
             else MemoryStore(session_ttl=(limits or ServerLimits()).session_idle_timeout),
             server_name(),
             max_yield_time_ms,
+            local=store is None or isinstance(store, MemoryStore),
         )
         self._session_options: dict[str, Any] = {
             "config": config,
@@ -206,6 +207,7 @@ class CodeModeMcpServer:
             deadline = self._limits.drain_deadline
             with trio.move_on_after(deadline) as waiting:
                 await pool.settle()
+                await self._stateless.settle()  # stateless ends still to be collected
             if waiting.cancelled_caught:
                 logger.info(
                     "drain deadline of %g s passed: terminating %d sessions", deadline, len(pool)

@@ -161,10 +161,17 @@ class StatelessCalls:
     store's cell registry; ``max_yield_time_ms`` caps a ``wait`` as it caps a session's.
     :meth:`running` holds the server's background work (commands, heartbeats)."""
 
-    def __init__(self, store: Store, server: str, max_yield_time_ms: int | None) -> None:
+    def __init__(
+        self, store: Store, server: str, max_yield_time_ms: int | None, *, local: bool = False
+    ) -> None:
         self._store = store
         self._server = server
         self._max_yield_time_ms = max_yield_time_ms
+        # A store in this process (memory://) ends with it: a draining server waits for
+        # the ends it holds to be collected, as it does for stateful sessions.
+        self._local = local
+        self._uncollected: set[str] = set()
+        self._collected = trio.Event()
         # Cells this server pumps: handle -> (their session entry, the session's own id).
         self._pumped: dict[str, tuple[SessionEntry, CellId]] = {}
 
@@ -176,6 +183,19 @@ class StatelessCalls:
     def pumped(self) -> int:
         """Cells running on this server for stateless clients."""
         return len(self._pumped)
+
+    async def settle(self) -> None:
+        """Return once no cell's end kept in a local store waits to be collected
+        (a drain waits for this; at once with a shared store, which outlives the
+        server). A cell whose record expired meanwhile no longer counts."""
+        while self._uncollected:
+            for handle in list(self._uncollected):
+                if await self._store.cell(handle) is None:
+                    self._uncollected.discard(handle)
+            if self._uncollected:
+                with trio.move_on_after(1.0):
+                    await self._collected.wait()
+                self._collected = trio.Event()
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -293,6 +313,8 @@ class StatelessCalls:
         it), and take it off the registry."""
         if self._pumped.pop(handle, None) is None:
             return
+        if self._local:
+            self._uncollected.add(handle)
         await self._append(handle, encode_end(event))
         await self._retrying(lambda: self._store.finish_cell(handle))
 
@@ -400,6 +422,9 @@ class StatelessCalls:
             event: CellEvent = Yielded(items)
         else:
             await self._store.drop_cell(handle)  # the end was handed out: the handle is spent
+            if handle in self._uncollected:
+                self._uncollected.discard(handle)
+                self._collected.set()
             event = (
                 Completed(items, end.error_text)
                 if isinstance(end, Completed)
