@@ -256,6 +256,19 @@ class StatelessCalls:
             )
             return None, format_result(text, wall_time=0.0, cell_id="")
         program = {k: v for k, v in arguments.items() if k == EXEC_CODE_ARGUMENT}
+        try:
+            return key, await self._run_exec(ctx, pool, key, values, program)
+        finally:
+            pool.close_if_quiet(key)  # a running cell's pump keeps it open
+
+    async def _run_exec(
+        self,
+        ctx: ServerRequestContext[SessionPool],
+        pool: SessionPool,
+        key: str,
+        values: dict[str, str],
+        program: dict[str, Any],
+    ) -> list[OutputItem]:
         async with pool.use(key) as entry:
             assert entry.session is not None and entry.calls is not None
             runtime = entry.session.runtime
@@ -267,13 +280,14 @@ class StatelessCalls:
             running = _RUNNING.match(header.text)
             if running is None:
                 await self._save(key, values, runtime.stored_values)
-                return key, items
+                return items
             handle = await self._store.register_cell(key, self._server)
             local = CellId(running.group(1))
             self._pumped[handle] = (entry, local)
-            entry.calls.start_soon(self._pump, pool, key, handle, local, values)
+            # Started (holding the session) before this exec lets go of it.
+            await entry.calls.start(self._pump, pool, key, handle, local, values)
             text = header.text.replace(running.group(0), f"Script running with cell ID {handle}\n")
-            return key, [Text(text), *items[1:]]
+            return [Text(text), *items[1:]]
 
     async def _save(self, key: str, before: dict[str, str], after: dict[str, str]) -> None:
         changes: dict[str, str | None] = {k: v for k, v in after.items() if before.get(k) != v}
@@ -284,11 +298,33 @@ class StatelessCalls:
     # -- the running server: a cell's output into the store -----------------------------
 
     async def _pump(
-        self, pool: SessionPool, key: str, handle: str, local: CellId, values: dict[str, str]
+        self,
+        pool: SessionPool,
+        key: str,
+        handle: str,
+        local: CellId,
+        values: dict[str, str],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Append the cell's output to the store until it ends, then its end; the
         session stays open meanwhile (a running cell is activity)."""
+        try:
+            await self._pumping(pool, key, handle, local, values, task_status)
+        finally:
+            pool.close_if_quiet(key)
+
+    async def _pumping(
+        self,
+        pool: SessionPool,
+        key: str,
+        handle: str,
+        local: CellId,
+        values: dict[str, str],
+        task_status: trio.TaskStatus[None],
+    ) -> None:
         async with pool.use(key) as entry:
+            task_status.started()
             assert entry.session is not None
             runtime = entry.session.runtime
             while handle in self._pumped:

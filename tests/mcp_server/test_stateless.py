@@ -55,6 +55,8 @@ async def test_default_client_is_stateless_with_session_and_cell_handles() -> No
             session = session_of(first)
             assert is_handle(session) and HANDLE_BITS >= 128
             assert texts(first)[2:] == ["stored"]
+            # Its state is in the store: no code mode session is kept for it.
+            assert server.session_count == 0
 
             # Stored values belong to the session handle, not to any connection.
             again = await client.call_tool(
@@ -85,6 +87,7 @@ async def test_default_client_is_stateless_with_session_and_cell_handles() -> No
             assert texts(finished)[0].startswith("Script completed\n"), texts(finished)
             assert session_of(finished) == session
             assert texts(finished)[2:] == ["after"]
+            assert server.session_count == 0  # the pump let the session go
             # Spent: the handle names nothing any more.
             spent = await client.call_tool("wait", {"cell_id": cell})
             assert spent.is_error
