@@ -8,6 +8,7 @@ import re
 
 import mcp.types as types
 import trio
+import trio.testing
 from mcp import Client
 
 from code_mode.mcp_server import CodeModeMcpServer
@@ -87,6 +88,7 @@ async def test_default_client_is_stateless_with_session_and_cell_handles() -> No
             assert texts(finished)[0].startswith("Script completed\n"), texts(finished)
             assert session_of(finished) == session
             assert texts(finished)[2:] == ["after"]
+            await trio.testing.wait_all_tasks_blocked()
             assert server.session_count == 0  # the pump let the session go
             # Spent: the handle names nothing any more.
             spent = await client.call_tool("wait", {"cell_id": cell})
