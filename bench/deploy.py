@@ -38,7 +38,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -78,6 +78,22 @@ def _texts(result: types.CallToolResult) -> list[str]:
     return [block.text for block in result.content if isinstance(block, types.TextContent)]
 
 
+async def _to_the_end(
+    call: Callable[[str, dict[str, Any]], Awaitable[types.CallToolResult]],
+    result: types.CallToolResult,
+    number: int,
+    latencies: list[float],
+) -> None:
+    """Resume a program with ``wait`` until it ends; check it is the ``number``-th."""
+    while (header := _texts(result)[0]).startswith("Script running with cell ID "):
+        cell = header.split("\n")[0].removeprefix("Script running with cell ID ")
+        started = time.perf_counter()
+        result = await call("wait", {"cell_id": cell, "yield_time_ms": 100})
+        latencies.append(time.perf_counter() - started)
+    if _texts(result)[-1] != f"done {number}":
+        raise AssertionError(f"unexpected result: {_texts(result)}")
+
+
 async def _client(url: str, programs: int, steps: int, latencies: list[float]) -> None:
     source = PROGRAM.replace("STEPS", str(steps))
     async with (
@@ -89,13 +105,7 @@ async def _client(url: str, programs: int, steps: int, latencies: list[float]) -
             started = time.perf_counter()
             result = await session.call_tool("exec", {"code": source})
             latencies.append(time.perf_counter() - started)
-            while (header := _texts(result)[0]).startswith("Script running with cell ID "):
-                cell = header.split("\n")[0].removeprefix("Script running with cell ID ")
-                started = time.perf_counter()
-                result = await session.call_tool("wait", {"cell_id": cell, "yield_time_ms": 100})
-                latencies.append(time.perf_counter() - started)
-            if _texts(result)[-1] != f"done {number}":
-                raise AssertionError(f"unexpected result: {_texts(result)}")
+            await _to_the_end(session.call_tool, result, number, latencies)
 
 
 async def _stateless_client(url: str, programs: int, steps: int, latencies: list[float]) -> None:
@@ -112,13 +122,7 @@ async def _stateless_client(url: str, programs: int, steps: int, latencies: list
             result = await client.call_tool("exec", arguments)
             latencies.append(time.perf_counter() - started)
             session = (result.structured_content or {}).get("session", session)
-            while (header := _texts(result)[0]).startswith("Script running with cell ID "):
-                cell = header.split("\n")[0].removeprefix("Script running with cell ID ")
-                started = time.perf_counter()
-                result = await client.call_tool("wait", {"cell_id": cell, "yield_time_ms": 100})
-                latencies.append(time.perf_counter() - started)
-            if _texts(result)[-1] != f"done {number}":
-                raise AssertionError(f"unexpected result: {_texts(result)}")
+            await _to_the_end(client.call_tool, result, number, latencies)
 
 
 async def _load(

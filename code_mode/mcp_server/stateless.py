@@ -50,7 +50,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Final
 
 import mcp.types as types
@@ -310,20 +310,19 @@ class StatelessCalls:
         """Append the cell's output to the store until it ends, then its end; the
         session stays open meanwhile (a running cell is activity)."""
         try:
-            await self._pumping(pool, key, handle, local, values, task_status)
+            await self._pumping(pool.use(key), handle, local, values, task_status)
         finally:
             pool.close_if_quiet(key)
 
     async def _pumping(
         self,
-        pool: SessionPool,
-        key: str,
+        using: AbstractAsyncContextManager[SessionEntry],
         handle: str,
         local: CellId,
         values: dict[str, str],
         task_status: trio.TaskStatus[None],
     ) -> None:
-        async with pool.use(key) as entry:
+        async with using as entry:
             task_status.started()
             assert entry.session is not None
             runtime = entry.session.runtime
@@ -341,7 +340,9 @@ class StatelessCalls:
                         await self._append(handle, encode_output(event.content_items))
                     continue
                 if isinstance(event, Completed):
-                    await self._retrying(lambda: self._save(key, values, runtime.stored_values))
+                    await self._retrying(
+                        lambda: self._save(entry.key, values, runtime.stored_values)
+                    )
                 await self._end(handle, event)
 
     async def _end(self, handle: str, event: CellEvent) -> None:

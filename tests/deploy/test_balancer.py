@@ -18,7 +18,7 @@ from mcp import ClientSession
 
 from ..mcp_server.http_support import http_client, refused, texts
 from .agent import Agent
-from .cluster import Cluster, local_cluster, needs_haproxy
+from .cluster import Cluster, Crowd, local_cluster, needs_haproxy
 
 pytestmark = needs_haproxy
 
@@ -46,23 +46,6 @@ def summary(title: str, agents: list[Agent], **facts: object) -> None:
 def report(cluster: Cluster, agents: list[Agent]) -> str:
     wrong = [line for agent in agents for line in agent.wrong]
     return f"wrong results: {wrong[:5]}\n--- local.sh:\n{cluster.output()}"
-
-
-class Crowd:
-    """Agents running at once; ``everyone_completed(n)`` waits until each has n
-    programs done."""
-
-    def __init__(self, agents: list[Agent]) -> None:
-        self.agents = agents
-        self._progress = trio.Event()
-
-    def progressed(self) -> None:
-        self._progress.set()
-        self._progress = trio.Event()
-
-    async def everyone_completed(self, count: int) -> None:
-        while any(agent.completed < count for agent in self.agents):
-            await self._progress.wait()
 
 
 async def test_thirty_clients_keep_their_sessions_on_their_servers() -> None:

@@ -16,7 +16,7 @@ import signal
 import pytest
 import trio
 
-from .cluster import Cluster, local_cluster, needs_haproxy
+from .cluster import Cluster, Crowd, local_cluster, needs_haproxy
 from .stateless_agent import StatelessAgent
 
 pytestmark = [
@@ -30,26 +30,6 @@ pytestmark = [
 SERVERS = 3
 CLIENTS = 24
 BOUND = 300.0  # seconds; a hang guard for a loaded two-core machine, not a measure
-
-
-class Crowd:
-    def __init__(self, agents: list[StatelessAgent]) -> None:
-        self.agents = agents
-        self._progress = trio.Event()
-
-    def progressed(self) -> None:
-        self._progress.set()
-        self._progress = trio.Event()
-
-    async def everyone_completed(self, count: int) -> None:
-        while any(agent.completed < count for agent in self.agents):
-            await self._progress.wait()
-
-    async def each_completes(self, more: int) -> None:
-        """Until each agent has completed ``more`` programs from now on."""
-        wanted = {agent.name: agent.completed + more for agent in self.agents}
-        while any(agent.completed < wanted[agent.name] for agent in self.agents):
-            await self._progress.wait()
 
 
 def report(cluster: Cluster, agents: list[StatelessAgent]) -> str:

@@ -7,13 +7,10 @@ lands on another server than its ``exec``, as behind a round-robin balancer."""
 from __future__ import annotations
 
 import re
-import shutil
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from pathlib import Path
 
 import mcp.types as types
-import pytest
 import trio
 from mcp import Client
 
@@ -21,22 +18,10 @@ from code_mode.mcp_server import CodeModeMcpServer
 from code_mode.mcp_server.store import open_store
 
 from .http_support import GATES, gate, http_server, texts
-from .store.redis_server import MISSING_REDIS, RedisServer
+from .store.redis_server import RedisServer
 
 SAFETY = 60
 RUNNING = re.compile(r"Script running with cell ID (\S+)\n")
-
-
-@pytest.fixture
-def redis(tmp_path: Path) -> Iterator[RedisServer]:
-    if shutil.which("redis-server") is None:
-        pytest.skip(MISSING_REDIS)
-    server = RedisServer(tmp_path, password="s3cret-Pw")
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @asynccontextmanager
@@ -61,9 +46,9 @@ def session_of(result: types.CallToolResult) -> str:
     return str(session)
 
 
-async def test_wait_and_stored_values_on_other_servers(redis: RedisServer) -> None:
+async def test_wait_and_stored_values_on_other_servers(redis_server: RedisServer) -> None:
     with trio.fail_after(SAFETY):
-        async with servers(redis.url, 3) as (a, b, c):
+        async with servers(redis_server.url, 3) as (a, b, c):
             first = await a.call_tool("exec", {"code": 'store("n", 1); text("a")'})
             session = session_of(first)
             # Stored values read back on another server, changed there, read on a third.
@@ -113,9 +98,9 @@ async def test_wait_and_stored_values_on_other_servers(redis: RedisServer) -> No
                 assert spent.is_error and f"exec cell {cell} not found" in texts(spent)[-1]
 
 
-async def test_terminate_reaches_the_running_server(redis: RedisServer) -> None:
+async def test_terminate_reaches_the_running_server(redis_server: RedisServer) -> None:
     with trio.fail_after(SAFETY):
-        async with servers(redis.url, 2) as (a, b):
+        async with servers(redis_server.url, 2) as (a, b):
             started = await a.call_tool(
                 "exec",
                 {"code": '// @exec: {"yield_time_ms": 50}\ntext("spin"); while (true) {}'},
@@ -126,11 +111,11 @@ async def test_terminate_reaches_the_running_server(redis: RedisServer) -> None:
             assert texts(stopped)[0].startswith("Script terminated\n"), texts(stopped)
 
 
-async def test_the_cells_of_a_server_that_stopped_fail_clearly(redis: RedisServer) -> None:
+async def test_the_cells_of_a_server_that_stopped_fail_clearly(redis_server: RedisServer) -> None:
     with trio.fail_after(SAFETY):
         async with (
-            open_store(redis.url, session_ttl=600, heartbeat_ttl=0.6) as store,
-            servers(redis.url, 1, heartbeat_ttl=0.6) as (b,),
+            open_store(redis_server.url, session_ttl=600, heartbeat_ttl=0.6) as store,
+            servers(redis_server.url, 1, heartbeat_ttl=0.6) as (b,),
         ):
             # A server that registered a cell, then stopped heartbeating (as a
             # SIGKILLed one does): another server claims the cell and ends it.
@@ -150,10 +135,12 @@ async def test_the_cells_of_a_server_that_stopped_fail_clearly(redis: RedisServe
             assert texts(kept)[2:] == ["7"]
 
 
-async def test_a_store_outage_fails_calls_clearly_and_cells_catch_up(redis: RedisServer) -> None:
+async def test_a_store_outage_fails_calls_clearly_and_cells_catch_up(
+    redis_server: RedisServer,
+) -> None:
     GATES["outage"] = trio.Event()
     with trio.fail_after(SAFETY):
-        async with servers(redis.url, 1) as (a,):
+        async with servers(redis_server.url, 1) as (a,):
             started = await a.call_tool(
                 "exec",
                 {
@@ -163,7 +150,7 @@ async def test_a_store_outage_fails_calls_clearly_and_cells_catch_up(redis: Redi
             )
             running = RUNNING.match(texts(started)[0])
             assert running is not None, texts(started)
-            redis.pause()
+            redis_server.pause()
             try:
                 failed = await a.call_tool("wait", {"cell_id": running.group(1)})
                 assert failed.is_error
@@ -173,7 +160,7 @@ async def test_a_store_outage_fails_calls_clearly_and_cells_catch_up(redis: Redi
                 GATES["outage"].set()  # the program ends while the store is away
                 await trio.sleep(0.5)
             finally:
-                redis.resume()
+                redis_server.resume()
             # Back: the server is alive and the cell's end caught up in the store.
             done = await a.call_tool("wait", {"cell_id": running.group(1), "yield_time_ms": 20_000})
             assert texts(done)[0].startswith("Script completed\n"), texts(done)
