@@ -110,6 +110,7 @@ PUMP_PERIOD: Final = 0.25
 """Seconds between two appends of a running cell's new output to the store (its end
 is appended at once)."""
 
+_PRUNE_AT: Final = 1024
 _RETRY: Final = 0.5  # seconds before a store operation of a background task is retried
 _TERMINATE_BOUND: Final = 30.0  # seconds a terminating wait waits for the cell's end
 
@@ -172,6 +173,7 @@ class StatelessCalls:
         self._local = local
         self._uncollected: set[str] = set()
         self._collected = trio.Event()
+        self._prune_at = _PRUNE_AT  # uncollected ends past which expired ones are dropped
         # Cells this server pumps: handle -> (their session entry, the session's own id).
         self._pumped: dict[str, tuple[SessionEntry, CellId]] = {}
 
@@ -189,13 +191,17 @@ class StatelessCalls:
         (a drain waits for this; at once with a shared store, which outlives the
         server). A cell whose record expired meanwhile no longer counts."""
         while self._uncollected:
-            for handle in list(self._uncollected):
-                if await self._store.cell(handle) is None:
-                    self._uncollected.discard(handle)
+            await self._prune()
             if self._uncollected:
                 with trio.move_on_after(1.0):
                     await self._collected.wait()
                 self._collected = trio.Event()
+
+    async def _prune(self) -> None:
+        """Forget the uncollected ends whose cell expired from the store."""
+        for handle in list(self._uncollected):
+            if await self._store.cell(handle) is None:
+                self._uncollected.discard(handle)
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -352,6 +358,9 @@ class StatelessCalls:
             return
         if self._local:
             self._uncollected.add(handle)
+            if len(self._uncollected) > self._prune_at:  # bounded by the store's TTL
+                await self._prune()
+                self._prune_at = max(_PRUNE_AT, 2 * len(self._uncollected))
         await self._append(handle, encode_end(event))
         await self._retrying(lambda: self._store.finish_cell(handle))
 
