@@ -27,6 +27,7 @@ _PARTS = (
     "install.js",
     "buffers.js",
     "allocations.js",
+    "determinism.js",
 )
 #: Compiled on first use (``rtCompileLazy`` in ``js/buffers.js``), by the name of the
 #: function that carries each: its source travels in a comment, which V8 skips at

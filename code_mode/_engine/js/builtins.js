@@ -17,6 +17,8 @@
 //   buffers.js      ArrayBuffer accounting (its bulk, buffers_impl.js, compiled on use)
 //   allocations.js  size checks before built-ins that allocate in one call, Intl counting
 //                   (what only huge strings reach, allocations_impl.js, compiled on use)
+//   determinism.js  Math.random seeded per cell, the clock through one hook (record,
+//                   replay), FinalizationRegistry callbacks that cannot throw
 // A file uses only what the files before it define, or defines itself above the use;
 // a function may name a later file's function if it is only called once the prelude
 // has run (from the host's calls).

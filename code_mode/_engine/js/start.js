@@ -75,6 +75,8 @@ const rtStart = (function rtStart(command) {
   rtStoredLimits = { entries: command.max_stored_entries, bytes: command.max_stored_bytes };
   rtMaxJsonDepth = command.max_json_depth;
   rtBufferLimit = command.memory_limit_bytes; // see buffers.js
+  rtRandomStart(command.random_seed); // see determinism.js
+  rtClockStart(command.clock);
   // Stored values arrive as the JSON texts their `store` wrote: nothing is parsed
   // (or copied again) until the program loads a key.
   const stored = command.stored;
