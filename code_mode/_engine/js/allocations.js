@@ -44,7 +44,9 @@ const RT_MAX_STRING = 536870888; // V8's largest string (2 ** 29 - 24 characters
 const RT_PARSE_COST = 32; // bytes of parser memory a character of source, at least
 const RT_REGEXP_COST = 128; // bytes of regexp compiler memory a character of pattern
 const RT_FEW_ELEMENTS = 65536; // an array method on fewer elements is not checked
-const RT_PROPERTY_CLASS_COST = 1048576; // bytes of ICU memory a `\p{...}` class, at least
+const rtBigInt = BigInt;
+const rtMathLog2 = Math.log2;
+const RT_PROPERTY_CLASS_COST = 32768; // bytes of ICU memory a `\p{...}` class (18 KiB measured)
 
 // Over the limit: as rtBufferBreach (buffers.js), with the heap limit's message.
 function rtHeapBreach() {
@@ -234,6 +236,53 @@ function rtArrayFromTrap(target, thisArg, args) {
   return rtReflectApply(target, thisArg, [given, args[1], args[2]]);
 }
 
+// `indexOf`, `lastIndexOf`, `includes`: V8 walks every index up to the length in one
+// call, asking the object for each without running any JavaScript, so neither the
+// running-time limit nor `terminate` can stop it (an object of length 2 ** 53 - 1 held
+// a thread-mode session's exit for hours). Over RT_FEW_ELEMENTS indices the search runs
+// here instead, in a loop the limits can stop; under it, an object that is no array
+// is pinned to the length read (see rtPinnedLength).
+function rtSearchTrap(target, thisArg, args) {
+  if (!rtIsObject(thisArg)) return rtReflectApply(target, thisArg, args);
+  const length = rtArrayLength(thisArg);
+  const kind = this.kind;
+  let from;
+  if (kind === "lastIndexOf") {
+    from = args.length > 1 ? rtToNumber(args[1]) : length - 1;
+  } else {
+    from = args.length > 1 ? rtToNumber(args[1]) : 0;
+  }
+  const given = [args[0], from];
+  if (length <= RT_FEW_ELEMENTS) {
+    const receiver = rtArrayIsArray(thisArg) ? thisArg : rtPinnedLength(thisArg, length);
+    return rtReflectApply(target, receiver, given);
+  }
+  return rtSearch(kind, thisArg, length, args[0], from);
+}
+
+// The search of rtSearchTrap, as the specification writes it.
+function rtSearch(kind, object, length, wanted, fromNumber) {
+  let k = rtMathTrunc(fromNumber);
+  if (k !== k) k = 0;
+  if (kind === "lastIndexOf") {
+    k = k < 0 ? length + k : k > length - 1 ? length - 1 : k;
+    for (; k >= 0; k--) {
+      if (k in object && object[k] === wanted) return k;
+    }
+    return -1;
+  }
+  if (k < 0) k = k + length < 0 ? 0 : k + length;
+  for (; k < length; k++) {
+    if (kind === "includes") {
+      const value = object[k];
+      if (value === wanted || (value !== value && wanted !== wanted)) return true;
+    } else if (k in object && object[k] === wanted) {
+      return k;
+    }
+  }
+  return kind === "includes" ? false : -1;
+}
+
 // ---------------------------------------------------------------------------
 // Strings.
 
@@ -317,8 +366,106 @@ function rtNormalizeTrap(target, thisArg, args) {
 // The text is built in one call; an array's length bounds it from below (4 bytes an
 // element: a digit and a comma at least, "null," for a hole). Nested arrays are not
 // walked: the heap limit and V8's largest string bound them (see docs/security.md).
+// A string is escaped: up to 6 characters each (`\u0001`), built at about 2 bytes a
+// character of the result (measured: 64 Mi control characters grew 582 MiB).
 function rtStringifyTrap(target, thisArg, args) {
-  if (rtArrayIsArray(args[0])) rtCheckSource(rtLength(args[0].length), 4);
+  const value = args[0];
+  if (rtArrayIsArray(value)) rtCheckSource(rtLength(value.length), 4);
+  else if (typeof value === "string") rtCheckEscaped(value, 6, rtJsonEscapedLength);
+  return rtReflectApply(target, thisArg, args);
+}
+
+// ---------------------------------------------------------------------------
+// Escaping: V8 builds the escaped text in one call, outside the heap limit's reach.
+// Its worst case (`most` characters for each) is checked first; only a string whose
+// worst case would go over is measured exactly (`measure`, one JavaScript loop over
+// it, which the running-time limit can stop, and which ends once past `most` bytes).
+function rtCheckEscaped(text, most, measure) {
+  if (text.length * most * 2 <= rtBufferLimit) return;
+  rtCheckChars(measure(text, rtBufferLimit / 2), 2);
+}
+
+function rtJsonEscapedLength(text, cap) {
+  let count = 2;
+  for (let i = 0; i < text.length && count <= cap; i++) {
+    const c = rtReflectApply(rtStringCharCodeAt, text, [i]);
+    if (c < 32) count += c === 8 || c === 9 || c === 10 || c === 12 || c === 13 ? 2 : 6;
+    else if (c === 34 || c === 92) count += 2;
+    else if (c >= 0xd800 && c <= 0xdfff) count += 6; // lone at worst
+    else count += 1;
+  }
+  return count;
+}
+
+// encodeURI and encodeURIComponent: 3 characters a UTF-8 byte outside the unreserved.
+function rtUriEncodedLength(text, cap) {
+  let count = 0;
+  for (let i = 0; i < text.length && count <= cap; i++) {
+    const c = rtReflectApply(rtStringCharCodeAt, text, [i]);
+    count += c < 128 ? 3 : c < 2048 ? 6 : c >= 0xd800 && c <= 0xdbff ? 6 : 9;
+  }
+  return count;
+}
+
+// `escape`: `%XX` below 256, `%uXXXX` above.
+function rtEscapedLength(text, cap) {
+  let count = 0;
+  for (let i = 0; i < text.length && count <= cap; i++) {
+    count += rtReflectApply(rtStringCharCodeAt, text, [i]) < 256 ? 3 : 6;
+  }
+  return count;
+}
+
+function rtEncodeUriTrap(target, thisArg, args) {
+  const text = rtToString(args.length > 0 ? args[0] : undefined);
+  rtCheckEscaped(text, 9, rtUriEncodedLength);
+  return rtReflectApply(target, thisArg, [text]);
+}
+
+function rtEscapeTrap(target, thisArg, args) {
+  const text = rtToString(args.length > 0 ? args[0] : undefined);
+  rtCheckEscaped(text, 6, rtEscapedLength);
+  return rtReflectApply(target, thisArg, [text]);
+}
+
+// `BigInt.prototype.toString(radix)`: bits / log2(radix) characters. A BigInt's bits
+// are bounded by comparisons with powers of two (each allocates at most its size):
+// doubling from 2 ** 16, then halving the gap four times (within 1/16 below).
+function rtBigIntToStringTrap(target, thisArg, args) {
+  const radix = args.length > 0 && args[0] !== undefined ? rtToNumber(args[0]) : 10;
+  if (typeof thisArg === "bigint") {
+    const n = thisArg < 0n ? -thisArg : thisArg;
+    if (n >= 1n << 65536n) {
+      let low = 65536;
+      while (low < 1073741824 && n >= 1n << rtBigInt(low * 2)) low *= 2;
+      let step = low;
+      for (let i = 0; i < 4; i++) {
+        step /= 2;
+        if (n >= 1n << rtBigInt(low + step)) low += step;
+      }
+      const r = radix >= 2 && radix <= 36 ? radix : 10;
+      rtCheckChars(rtMathCeil(low / rtMathLog2(r)), 1);
+    }
+  }
+  return rtReflectApply(target, thisArg, [radix]);
+}
+
+// The `toLocale...String` methods with a locale or options make (and drop) an ICU
+// formatter per call, tens of KiB that V8 does not see: it collects them too rarely.
+// Their estimate is added up, and a full collection runs each time the sum reaches a
+// quarter of the limit (at most RT_FORMATTER_CHURN).
+const RT_FORMATTER_CHURN = 16777216;
+let rtFormatterChurn = 0;
+
+function rtLocaleTrap(target, thisArg, args) {
+  if (args.length > 0 && rtCollectGarbage !== null) {
+    rtFormatterChurn += RT_INTL_BYTES.DateTimeFormat;
+    const most = rtBufferLimit / 4;
+    if (rtFormatterChurn >= (most < RT_FORMATTER_CHURN ? most : RT_FORMATTER_CHURN)) {
+      rtFormatterChurn = 0;
+      rtReflectApply(rtCollectGarbage, undefined, []);
+    }
+  }
   return rtReflectApply(target, thisArg, args);
 }
 
@@ -484,8 +631,11 @@ function rtIntlConstruct(target, args, newTarget) {
 // makes another. The Segments prototype is only reachable from one: it is wrapped at
 // the first call (no ICU object is made while the prelude runs).
 let rtSegmentsWrapped = false;
+// ICU keeps its own copy of the text (UTF-16), counted with it.
 function rtSegmentTrap(target, thisArg, args) {
-  const segments = rtCounted(rtReflectApply(target, thisArg, args), RT_SEGMENTS_BYTES);
+  const text = rtToString(args.length > 0 ? args[0] : undefined);
+  const made = rtReflectApply(target, thisArg, [text]);
+  const segments = rtCounted(made, RT_SEGMENTS_BYTES + 2 * text.length);
   if (!rtSegmentsWrapped) {
     rtSegmentsWrapped = true;
     rtWrapMethod(rtObjectGetPrototypeOf(segments), Symbol.iterator, rtSegmentIteratorTrap);
@@ -532,6 +682,16 @@ const rtInstallAllocationChecks = (function rtInstallAllocationChecks() {
     rtRegExpPrototype, Symbol.replace, rtReplaceTrap,
     rtRegExpPrototype, "compile", rtPatternTrap,
     rtGlobal, "eval", rtEvalTrap,
+    rtGlobal, "encodeURI", rtEncodeUriTrap,
+    rtGlobal, "encodeURIComponent", rtEncodeUriTrap,
+    rtGlobal, "escape", rtEscapeTrap,
+    BigInt.prototype, "toString", rtBigIntToStringTrap,
+    Date.prototype, "toLocaleString", rtLocaleTrap,
+    Date.prototype, "toLocaleDateString", rtLocaleTrap,
+    Date.prototype, "toLocaleTimeString", rtLocaleTrap,
+    Number.prototype, "toLocaleString", rtLocaleTrap,
+    BigInt.prototype, "toLocaleString", rtLocaleTrap,
+    String.prototype, "localeCompare", rtLocaleTrap,
   ];
   // Each constructor: the original, where its name is defined (`null`: only as its
   // prototype's `constructor`), the traps of its handler, its size (Intl), and whether
@@ -559,12 +719,18 @@ const rtInstallAllocationChecks = (function rtInstallAllocationChecks() {
     }
   }
 
+  const searches = ["indexOf", "lastIndexOf", "includes"];
+  for (let i = 0; i < searches.length; i++) {
+    rtReflectApply(rtArrayPush, methods, [Array.prototype, searches[i], rtSearchTrap]);
+  }
   // As rtWrapMethod (buffers.js) does, written out: the proxy's handler has no
-  // prototype, so a program's `Object.prototype.get` is no trap.
+  // prototype, so a program's `Object.prototype.get` is no trap. (`kind`: the
+  // method's name, for the traps that serve several.)
   for (let i = 0; i < methods.length; i += 3) {
     const descriptor = rtObjectGetOwnPropertyDescriptor(methods[i], methods[i + 1]);
     if (descriptor === undefined) continue; // not in this V8
-    const value = new rtProxy(descriptor.value, { __proto__: null, apply: methods[i + 2] });
+    const handler = { __proto__: null, apply: methods[i + 2], kind: methods[i + 1] };
+    const value = new rtProxy(descriptor.value, handler);
     rtObjectDefineProperty(methods[i], methods[i + 1], {
       __proto__: null,
       value,
