@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import trio
@@ -173,10 +174,19 @@ class Isolate:
         source: str,
         tools: list[dict[str, str]],
         stored_json: str,
+        random_seed: int | None = None,
+        clock: Mapping[str, object] | None = None,
     ) -> None:
         """Run ``source``. ``tools`` lists ``{"ident", "description", "kind"}``;
         ``stored_json`` is the JSON text of the object ``key -> JSON text of the value``
-        (the session keeps it ready, so starting a cell never re-encodes stored values)."""
+        (the session keeps it ready, so starting a cell never re-encodes stored values).
+
+        The cell's nondeterminism, for a replay (see ``js/determinism.js``):
+        ``random_seed`` (``0 <= seed < 2 ** 53``) seeds its ``Math.random`` (default: a
+        seed of the isolate's own choosing); ``clock`` is ``{"mode": "live"}`` (the
+        default), ``{"mode": "record"}`` (the values ``Date.now()``, ``new Date()`` and
+        ``Date()`` return are kept in order) or ``{"mode": "replay", "values": [...]}``
+        (those values are returned again, in order, then the live clock, recorded)."""
         self._listener = listener
         self._source = source
         self._validator = MessageValidator(
@@ -191,6 +201,10 @@ class Isolate:
             settings += ',"import_error":' + dumps(module.import_error)
         if module.hidden_parameters:
             settings += ',"hidden":true'
+        if random_seed is not None:
+            settings += ',"random_seed":' + dumps(random_seed)
+        if clock is not None:
+            settings += ',"clock":' + dumps(clock)
         self._send_text(
             '{"t":"start","source":'
             + dumps(module.body)

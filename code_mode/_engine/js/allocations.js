@@ -457,8 +457,11 @@ function rtBigIntToStringTrap(target, thisArg, args) {
 const RT_FORMATTER_CHURN = 16777216;
 let rtFormatterChurn = 0;
 
+// (`localeCompare` takes the other string first; without a locale or options V8 uses
+// a formatter it caches, and nothing is added.)
 function rtLocaleTrap(target, thisArg, args) {
-  if (args.length > 0 && rtCollectGarbage !== null) {
+  const given = args.length > (this.kind === "localeCompare" ? 1 : 0);
+  if (given && rtCollectGarbage !== null) {
     rtFormatterChurn += RT_INTL_BYTES.DateTimeFormat;
     const most = rtBufferLimit / 4;
     if (rtFormatterChurn >= (most < RT_FORMATTER_CHURN ? most : RT_FORMATTER_CHURN)) {

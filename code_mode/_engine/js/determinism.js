@@ -142,8 +142,8 @@ function rtFinalizationConstruct(target, args, newTarget) {
 }
 
 // ---------------------------------------------------------------------------
-// Installation: `Math.random` and `Date.now` are replaced by functions of the same name
-// and length; `Date` by a proxy of the original whose no-argument forms read the clock.
+// Installation: `Math.random`, `Date.now` and `Date` are replaced by proxies of the
+// originals; `Date`'s no-argument forms read the clock.
 
 function rtDateApply(target, thisArg, args) {
   // `Date(...)` ignores its arguments: the current time as a string.
@@ -157,19 +157,19 @@ function rtDateConstruct(target, args, newTarget) {
 
 const rtDateToString = Date.prototype.toString;
 
+function rtRandomTrap() {
+  return rtRandom();
+}
+
+function rtNowTrap() {
+  return rtClockNow();
+}
+
 const rtInstallDeterminism = (function rtInstallDeterminism() {
-  const random = {
-    random() {
-      return rtRandom();
-    },
-  }.random;
-  const now = {
-    now() {
-      return rtClockNow();
-    },
-  }.now;
-  rtDefine(Math, "random", random, true);
-  rtDefine(rtDate, "now", now, true);
+  // Proxies of the originals, as the size checks' wrappers (allocations.js): the same
+  // name, length and `toString`.
+  rtWrapMethod(Math, "random", rtRandomTrap);
+  rtWrapMethod(rtDate, "now", rtNowTrap);
   const replace = [
     rtDate, rtDateApply, rtDateConstruct,
     FinalizationRegistry, undefined, rtFinalizationConstruct,
