@@ -44,8 +44,6 @@ const RT_MAX_STRING = 536870888; // V8's largest string (2 ** 29 - 24 characters
 const RT_PARSE_COST = 32; // bytes of parser memory a character of source, at least
 const RT_REGEXP_COST = 128; // bytes of regexp compiler memory a character of pattern
 const RT_FEW_ELEMENTS = 65536; // an array method on fewer elements is not checked
-const rtBigInt = BigInt;
-const rtMathLog2 = Math.log2;
 const RT_PROPERTY_CLASS_COST = 32768; // bytes of ICU memory a `\p{...}` class (18 KiB measured)
 
 // Over the limit: as rtBufferBreach (buffers.js), with the heap limit's message.

@@ -106,6 +106,14 @@ const rtMathCeil = Math.ceil;
 const rtMathFloor = Math.floor;
 const rtMathMin = Math.min;
 const rtMathTrunc = Math.trunc;
+const rtMathImul = Math.imul;
+const rtMathLog2 = Math.log2;
+// The originals: determinism.js replaces these with proxies that read its hooks.
+const rtMathRandom = Math.random;
+const rtDate = Date;
+const rtDateNow = Date.now;
+const rtDateToString = Date.prototype.toString;
+const rtBigInt = BigInt;
 
 const rtArrayIsArray = Array.isArray;
 const rtArrayJoin = Array.prototype.join;

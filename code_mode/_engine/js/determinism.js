@@ -29,10 +29,6 @@
 // it throws: the program's error is dropped (a callback runs outside the program's
 // own flow, where nothing could have caught it anyway).
 
-const rtDateNow = Date.now;
-const rtDate = Date;
-const rtMathRandom = Math.random;
-const rtMathImul = Math.imul;
 
 // ---------------------------------------------------------------------------
 // The clock.
@@ -155,7 +151,6 @@ function rtDateConstruct(target, args, newTarget) {
   return rtReflectConstruct(target, given, newTarget === this.proxy ? target : newTarget);
 }
 
-const rtDateToString = Date.prototype.toString;
 
 function rtRandomTrap() {
   return rtRandom();
