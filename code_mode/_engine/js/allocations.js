@@ -431,21 +431,27 @@ function rtEscapeTrap(target, thisArg, args) {
 // doubling from 2 ** 16, then halving the gap four times (within 1/16 below).
 function rtBigIntToStringTrap(target, thisArg, args) {
   const radix = args.length > 0 && args[0] !== undefined ? rtToNumber(args[0]) : 10;
-  if (typeof thisArg === "bigint") {
-    const n = thisArg < 0n ? -thisArg : thisArg;
-    if (n >= 1n << 65536n) {
-      let low = 65536;
-      while (low < 1073741824 && n >= 1n << rtBigInt(low * 2)) low *= 2;
-      let step = low;
-      for (let i = 0; i < 4; i++) {
-        step /= 2;
-        if (n >= 1n << rtBigInt(low + step)) low += step;
-      }
-      const r = radix >= 2 && radix <= 36 ? radix : 10;
-      rtCheckChars(rtMathCeil(low / rtMathLog2(r)), 1);
+  let value = thisArg;
+  if (typeof value !== "bigint") {
+    try {
+      value = rtReflectApply(rtBigIntValueOf, thisArg, []); // a BigInt object's own value
+    } catch {
+      return rtReflectApply(target, thisArg, [radix]); // no BigInt: V8's TypeError
     }
   }
-  return rtReflectApply(target, thisArg, [radix]);
+  const n = value < 0n ? -value : value;
+  if (n >= 1n << 65536n) {
+    let low = 65536; // probes stay under V8's largest BigInt (2 ** 30 bits)
+    while (low < 268435456 && n >= 1n << rtBigInt(low * 2)) low *= 2;
+    let step = low;
+    for (let i = 0; i < 4; i++) {
+      step /= 2;
+      if (n >= 1n << rtBigInt(low + step)) low += step;
+    }
+    const r = radix >= 2 && radix <= 36 ? radix : 10;
+    rtCheckChars(rtMathCeil(low / rtMathLog2(r)), 1);
+  }
+  return rtReflectApply(target, value, [radix]);
 }
 
 // The `toLocale...String` methods with a locale or options make (and drop) an ICU

@@ -114,6 +114,7 @@ const rtDate = Date;
 const rtDateNow = Date.now;
 const rtDateToString = Date.prototype.toString;
 const rtBigInt = BigInt;
+const rtBigIntValueOf = BigInt.prototype.valueOf;
 
 const rtArrayIsArray = Array.isArray;
 const rtArrayJoin = Array.prototype.join;
