@@ -26,6 +26,8 @@ _PARTS = (
     "commands.js",
     "install.js",
     "buffers.js",
+    "estimates.js",
+    "searches.js",
     "allocations.js",
     "determinism.js",
 )

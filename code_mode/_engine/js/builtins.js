@@ -15,6 +15,8 @@
 //   commands.js     the host's commands, and rtRecv, their entry point
 //   install.js      what the prelude does once all that is defined
 //   buffers.js      ArrayBuffer accounting (its bulk, buffers_impl.js, compiled on use)
+//   estimates.js    memory V8 does not count: escaped text, BigInt digits, formatters
+//   searches.js     indexOf/lastIndexOf/includes over huge lengths, interruptibly
 //   allocations.js  size checks before built-ins that allocate in one call, Intl counting
 //                   (what only huge strings reach, allocations_impl.js, compiled on use)
 //   determinism.js  Math.random seeded per cell, the clock through one hook (record,
