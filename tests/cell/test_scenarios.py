@@ -26,9 +26,8 @@ from code_mode import (
     YieldAfter,
     Yielded,
 )
-from code_mode._cell.cell import Phase
 
-from ..helpers import SAFETY, GateDelegate, config, request
+from ..helpers import SAFETY, GateDelegate, config, request, settled
 
 
 async def cancel_wait(awaitable_factory: object) -> None:
@@ -46,10 +45,7 @@ async def test_01_completion_and_its_output_are_buffered_until_the_first_observa
         started = await runtime.execute(request('text("before observation")'), YieldAfter(0))
         # An expired yield timer resolves the initial observation when the program starts.
         assert await started.initial_event() == Yielded([])
-        cell = runtime._cell(started.cell_id)
-        assert cell is not None
-        with trio.fail_after(SAFETY):
-            await cell.wait_for_phase(Phase.COMPLETED)
+        await settled(runtime, started.cell_id)
         assert delegate.closed == []  # buffered: the cell stays until observed
 
         event = await runtime.observe(started.cell_id, YieldAfter(0))
@@ -226,10 +222,7 @@ async def test_09_only_the_first_termination_claims_a_buffered_completion(isolat
     ):
         started = await runtime.execute(request('text("done")'), YieldAfter(0))
         assert await started.initial_event() == Yielded([])
-        cell = runtime._cell(started.cell_id)
-        assert cell is not None
-        with trio.fail_after(SAFETY):
-            await cell.wait_for_phase(Phase.COMPLETED)
+        await settled(runtime, started.cell_id)
 
         outcomes: list[object] = []
 
@@ -264,10 +257,7 @@ async def test_10_completion_while_a_cancelled_observer_was_attached_is_rebuffer
         await delegate.next_call()
         await cancel_wait(started.initial_event)
         delegate.release("gate")
-        cell = runtime._cell(started.cell_id)
-        assert cell is not None
-        with trio.fail_after(SAFETY):
-            await cell.wait_for_phase(Phase.COMPLETED)
+        await settled(runtime, started.cell_id)
         assert await runtime.observe(started.cell_id, YieldAfter(60)) == Completed([Text("after")])
 
 
@@ -281,10 +271,7 @@ async def test_11_a_frontier_observer_gets_initial_yield_and_completion_merged(
         await cancel_wait(started.initial_event)
         await delegate.next_call()
         delegate.release("gate")
-        cell = runtime._cell(started.cell_id)
-        assert cell is not None
-        with trio.fail_after(SAFETY):
-            await cell.wait_for_phase(Phase.COMPLETED)
+        await settled(runtime, started.cell_id)
         event = await runtime.observe(started.cell_id, PendingFrontier())
         assert event == Completed([Text("before"), Text("after")])
 
@@ -426,10 +413,7 @@ async def test_an_unobserved_cell_keeps_dispatching_sequential_calls(isolation: 
         started = await runtime.execute(request(source, ["echo"]), YieldAfter(60))
         assert await started.initial_event() == Yielded([])
         # Nobody observes now: the program must still run every call to the end.
-        cell = runtime._cell(started.cell_id)
-        assert cell is not None
-        with trio.fail_after(SAFETY):
-            await cell.wait_for_phase(Phase.COMPLETED)
+        await settled(runtime, started.cell_id)
         calls = []
         while True:
             try:

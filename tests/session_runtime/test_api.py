@@ -33,7 +33,7 @@ from code_mode._engine._worker_death import COLLATERAL
 from code_mode._engine.isolate import Isolate
 from code_mode._v8 import _native
 
-from ..helpers import SAFETY, GateDelegate, config, engine, request
+from ..helpers import SAFETY, GateDelegate, config, engine, request, settled
 
 # -- errors --------------------------------------------------------------------------
 
@@ -189,12 +189,7 @@ async def test_natural_completion_wins_over_a_later_terminate(isolation: str) ->
     async with SessionRuntime(GateDelegate(), config(isolation)) as runtime:
         started = await runtime.execute(request('text("done")'), YieldAfter(0))
         assert await started.initial_event() == Yielded([])
-        cell = runtime._cell(started.cell_id)
-        assert cell is not None
-        from code_mode._cell.cell import Phase
-
-        with trio.fail_after(SAFETY):
-            await cell.wait_for_phase(Phase.COMPLETED)
+        await settled(runtime, started.cell_id)
         assert await runtime.terminate(started.cell_id) == Completed([Text("done")])
 
 
