@@ -14,16 +14,17 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SAFETY = 10.0  # seconds; a hang guard, never the thing under test
 
 
-def run_example(name: str) -> str:
-    """Run the ``main()`` of ``examples/<name>`` (an async function) and return its
-    answer as text."""
+def run_example(name: str, capsys: pytest.CaptureFixture[str]) -> tuple[str, str]:
+    """Run the ``main()`` of ``examples/<name>`` (an async function); return its
+    answer as text and what it printed."""
     namespace = runpy.run_path(str(EXAMPLES / name))
 
     async def run() -> str:
         with trio.fail_after(SAFETY):
             return str(await namespace["main"]())
 
-    return trio.run(run)
+    answer = trio.run(run)
+    return answer, capsys.readouterr().out
 
 
 def assert_in_order(output: str, steps: list[str]) -> None:
@@ -36,8 +37,7 @@ def assert_in_order(output: str, steps: list[str]) -> None:
 
 
 def test_agent_loop_example(capsys: pytest.CaptureFixture[str]) -> None:
-    answer = run_example("agent_loop.py")
-    output = capsys.readouterr().out
+    answer, output = run_example("agent_loop.py", capsys)
     assert answer == "Here you go: Lisbon: sunny, 21 °C, population 545,923"
     steps = [
         "user: What is the weather in Lisbon",
@@ -55,8 +55,7 @@ def test_agent_loop_example(capsys: pytest.CaptureFixture[str]) -> None:
 def test_agent_loop_push_example_ends_the_turn_and_resumes_on_the_push(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    answer = run_example("agent_loop_push.py")
-    output = capsys.readouterr().out
+    answer, output = run_example("agent_loop_push.py", capsys)
     assert answer == "Done: checkout had 17 errors yesterday."
     steps = [
         "user: How many errors did checkout have",
