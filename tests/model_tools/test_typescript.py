@@ -463,7 +463,7 @@ def test_tool_declaration_freeform_ignores_input_schema() -> None:
     )
 
 
-def test_tool_declarationmcp_result_schema() -> None:
+def test_tool_declaration_mcp_output() -> None:
     plain = _tool("search", output_schema=mcp_result_schema())
     assert tool_declaration(plain).endswith("Promise<CallToolResult>; };")
     typed = _tool(
