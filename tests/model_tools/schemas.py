@@ -5,19 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from code_mode import ToolDefinition, ToolKind, ToolName
+from code_mode.integrations.mcp._client import call_tool_result_schema
 
-
-def mcp_result_schema(structured: Any = None) -> dict[str, Any]:
-    """The output schema of an MCP tool's ``CallToolResult``, with ``structured`` as
-    its ``structuredContent`` when given (as an MCP client builds it)."""
-    properties: dict[str, Any] = {
-        "content": {"type": "array", "items": {"type": "object"}},
-        "isError": {"type": "boolean"},
-        "_meta": {"type": "object"},
-    }
-    if structured is not None:
-        properties["structuredContent"] = structured
-    return {"type": "object", "properties": properties, "required": ["content"]}
+#: The output schema of an MCP tool's ``CallToolResult`` (``structuredContent`` as given),
+#: as the MCP client side builds it.
+mcp_result_schema = call_tool_result_schema
 
 
 def tool_definition(
