@@ -16,11 +16,14 @@ from code_mode import (
     EngineConfig,
     ExecuteRequest,
     NestedToolCall,
+    ObserveMode,
     RuntimeConfig,
     SessionRuntime,
+    StartedCell,
     ToolDefinition,
     ToolKind,
     ToolName,
+    Yielded,
 )
 from code_mode._cell.cell import Phase
 
@@ -149,3 +152,13 @@ async def settled(runtime: SessionRuntime, cell_id: CellId) -> None:
     assert cell is not None
     with trio.fail_after(SAFETY):
         await cell.wait_for_phase(Phase.COMPLETED)
+
+
+async def yielded_cell(
+    runtime: SessionRuntime, request: ExecuteRequest, mode: ObserveMode
+) -> StartedCell:
+    """Start a cell and check its initial observation is an empty ``Yielded`` (the
+    program runs on); returns the started cell."""
+    started = await runtime.execute(request, mode)
+    assert await started.initial_event() == Yielded([])
+    return started

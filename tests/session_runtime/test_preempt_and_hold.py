@@ -26,7 +26,7 @@ from code_mode import (
     Yielded,
 )
 
-from ..helpers import SAFETY, GateDelegate, config, request
+from ..helpers import SAFETY, GateDelegate, config, request, yielded_cell
 
 FOREVER = SAFETY * 1000  # a yield time no test reaches
 
@@ -78,8 +78,7 @@ async def test_preempt_ends_a_wait(isolation: str) -> None:
     delegate = GateDelegate(gates=["gate"])
     source = 'await tools.gate({}); text("b");'
     async with SessionRuntime(delegate, config(isolation)) as runtime:
-        started = await runtime.execute(request(source, ["gate"]), YieldAfter(0))
-        assert await started.initial_event() == Yielded([])
+        started = await yielded_cell(runtime, request(source, ["gate"]), YieldAfter(0))
         await delegate.next_call()
         recorder = Recorder()
         async with trio.open_nursery() as nursery:
@@ -150,8 +149,7 @@ async def test_a_wait_with_nothing_new_holds_until_output(
     delegate = GateDelegate(gates=["gate", "second"])
     source = 'await tools.gate({}); text("late"); text("with it"); await tools.second({});'
     async with SessionRuntime(delegate, config("thread")) as runtime:
-        started = await runtime.execute(request(source, ["gate", "second"]), YieldAfter(0))
-        assert await started.initial_event() == Yielded([])
+        started = await yielded_cell(runtime, request(source, ["gate", "second"]), YieldAfter(0))
         await delegate.next_call()
         recorder = Recorder()
         async with trio.open_nursery() as nursery:
@@ -172,10 +170,9 @@ async def test_a_holding_wait_returns_at_the_floor_or_at_the_end(
 ) -> None:
     delegate = GateDelegate(gates=["gate"])
     async with SessionRuntime(delegate, config("thread")) as runtime:
-        started = await runtime.execute(
-            request('await tools.gate({}); text("done");', ["gate"]), YieldAfter(0)
+        started = await yielded_cell(
+            runtime, request('await tools.gate({}); text("done");', ["gate"]), YieldAfter(0)
         )
-        assert await started.initial_event() == Yielded([])
         await delegate.next_call()
         floor = Recorder()
         async with trio.open_nursery() as nursery:
