@@ -267,6 +267,66 @@ async def test_openai_agents_stdio_a_7_s_program_within_the_5_s_timeout(tmp_path
     assert runs.read_text() == "ran\n"
 
 
+async def test_openai_agents_runner_stdio_a_7_s_program_reaches_the_model(tmp_path: Path) -> None:
+    """The same acceptance through a real ``Agent`` and ``Runner``: the SDK's
+    ``ScriptedModel`` plays the model, ``MCPServerStdio`` in its default settings
+    (5 s client timeout, no retries configured) carries its calls. The model is handed
+    ``Script running with cell ID ...`` (no timeout error), resumes the cell with
+    ``wait`` until it completes, and the program ran exactly once."""
+    from agents import Agent, Runner, set_tracing_disabled
+    from agents.mcp import MCPServerStdio
+    from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
+
+    set_tracing_disabled(True)  # no trace export attempted without an API key
+    runs = tmp_path / "runs.txt"
+    program = (
+        f"await tools.record({{path: {json.dumps(str(runs))}, line: 'ran'}});"
+        "await new Promise(r => setTimeout(r, 7000)); text('slept')"
+    )
+    handed: list[str] = []  # every tool output the model was given, in order
+
+    def output_of(call: ModelCall) -> str:
+        item = [i for i in call.input if isinstance(i, dict)][-1]
+        assert item.get("type") == "function_call_output", item
+        output = item["output"]
+        text = output if isinstance(output, str) else json.dumps(output)
+        handed.append(text)
+        return text
+
+    def wait_or_answer(call: ModelCall) -> ModelStep:
+        seen = output_of(call)
+        if "Script running" not in seen:
+            return ModelStep(output=[assistant_message(seen)])
+        cell = re.search(r"cell ID (\w+)", handed[0])
+        assert cell is not None, handed
+        model.enqueue(ModelStep.respond(wait_or_answer))
+        arguments = json.dumps({"cell_id": cell.group(1)})  # the server's default yield
+        return ModelStep(output=[function_call("wait", arguments, call_id=f"w{len(handed)}")])
+
+    model = ScriptedModel(
+        [
+            ModelStep(output=[function_call("exec", {"code": program}, call_id="e")]),
+            ModelStep.respond(wait_or_answer),
+        ]
+    )
+
+    async def client() -> str:
+        async with MCPServerStdio(params=stdio_parameters()) as server:  # type: ignore[arg-type]
+            assert server.client_session_timeout_seconds == 5  # the default, kept
+            agent = Agent(name="coder", model=model, mcp_servers=[server])
+            result = await Runner.run(agent, "run the slow program")
+            return str(result.final_output)
+
+    with trio.fail_after(SAFETY):
+        final = await in_asyncio(client)
+    model.assert_complete()
+    assert "Script running with cell ID 1" in handed[0], handed
+    assert len(handed) >= 2, handed  # exec handed back running, then at least one wait
+    assert not any("timed out" in text or "Error" in text for text in handed), handed
+    assert "Script completed" in final and "slept" in final, final
+    assert runs.read_text() == "ran\n"
+
+
 # -- the MCP Inspector CLI -----------------------------------------------------------------
 
 
