@@ -25,7 +25,7 @@ import trio
 
 from code_mode.mcp_server import CodeModeMcpServer
 
-from ..mcp_support import SAFETY, TOOLS, node_command, serve_command
+from ..mcp_support import ROOT, SAFETY, TOOLS, node_command, serve_command
 
 T = TypeVar("T")
 
@@ -330,21 +330,49 @@ async def test_openai_agents_runner_stdio_a_7_s_program_reaches_the_model(tmp_pa
 # -- the MCP Inspector CLI -----------------------------------------------------------------
 
 
-async def test_mcp_inspector_cli_over_http() -> None:
-    inspector = node_command("mcp-inspector")
-    with trio.fail_after(SAFETY * 2):
-        async with served_over_http() as url:
-            called = await trio.run_process(
-                [
-                    *(inspector, "--cli", url, "--transport", "http", "--method", "tools/call"),
-                    *("--tool-name", "exec", "--tool-arg", f"code={CALLS_A_TOOL}"),
-                ],
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-            )
+async def inspector_call(target: list[str], tool: str, argument: str) -> dict[str, Any]:
+    """One ``tools/call`` by the Inspector CLI (one invocation, one MCP session), its
+    JSON answer; ``target`` is a URL or a command (the Inspector's own options after it:
+    ``--tool-arg`` takes every word that follows)."""
+    called = await trio.run_process(
+        [
+            *(node_command("mcp-inspector"), "--cli", "-e", f"PYTHONPATH={ROOT}", *target),
+            *("--method", "tools/call", "--tool-name", tool, "--tool-arg", argument),
+        ],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
     assert called.returncode == 0, called.stderr.decode()
-    result = json.loads(called.stdout)
+    result: dict[str, Any] = json.loads(called.stdout)
+    return result
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_mcp_inspector_cli(transport: str) -> None:
+    with trio.fail_after(SAFETY * 2):
+        if transport == "stdio":
+            command, args, _ = serve_command()
+            result = await inspector_call([command, *args], "exec", f"code={CALLS_A_TOOL}")
+        else:
+            async with served_over_http() as url:
+                target = [url, "--transport", "http"]
+                result = await inspector_call(target, "exec", f"code={CALLS_A_TOOL}")
     assert result["isError"] is False
     assert result["content"][0]["text"].startswith("Script completed\n")
     assert result["content"][1] == {"type": "text", "text": "5"}
+
+
+async def test_mcp_inspector_cli_a_wait_in_a_later_invocation_finds_no_cell() -> None:
+    """What docs/mcp.md's table says of the Inspector: each invocation is an MCP
+    session of its own, so a ``wait`` in a later one does not find the cell."""
+    with trio.fail_after(SAFETY * 2):
+        async with served_over_http() as url:
+            target = [url, "--transport", "http"]
+            started = await inspector_call(target, "exec", f"code={YIELDS}")
+            running = RUNNING.search(started["content"][0]["text"])
+            assert running is not None, started
+            waited = await inspector_call(target, "wait", f"cell_id={running.group(1)}")
+    assert waited["isError"] is True, waited
+    said = "\n".join(block["text"] for block in waited["content"])
+    assert f"exec cell {running.group(1)} not found" in said, waited
