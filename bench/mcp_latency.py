@@ -10,7 +10,9 @@ What one sample is: the client's ``call_tool("exec", {"code": 'text("ok")'})`` f
 the call to its result, on a session already warm (``--warmup`` calls first, not
 counted), the calls one after another. So it is the whole per-call cost a model's host
 sees: the MCP SDK's client, the JSON-RPC framing, the server's session lookup, a fresh
-cell on a warm isolate, and the answer back.
+cell on a warm isolate, and the answer back. Beside it, the CPU time per call of the
+server's process tree (the server and its worker processes), which a loaded machine
+blurs much less than it does the times.
 
 Each (round, checkout, transport) is a child process of its own (``--child``), which
 starts the server from that checkout (its folder first on ``PYTHONPATH`` and as the
@@ -41,7 +43,7 @@ if __package__ in (None, ""):  # run as ``python bench/mcp_latency.py``
 
 from bench.child_process import ROOT, python_module, run_child
 from bench.provenance import machine
-from bench.stats import percentile
+from bench.stats import percentile, tree_cpu_seconds
 
 PROGRAM = 'text("ok")'
 TRANSPORTS = ("stdio", "http")
@@ -77,9 +79,14 @@ def _wait_for_port(port: int, server: subprocess.Popen[bytes], timeout: float = 
     raise RuntimeError(f"the HTTP server did not listen on port {port} within {timeout:.0f} s")
 
 
-async def _calls(client: Any, calls: int, warmup: int) -> list[float]:
+async def _calls(client: Any, calls: int, warmup: int) -> dict[str, Any]:
+    """The measured calls' times, and the CPU time per call of the server's process
+    tree (this child's tree but the child itself: the server, its worker processes)."""
     samples: list[float] = []
+    tree = own = 0.0
     for index in range(warmup + calls):
+        if index == warmup:
+            tree, own = tree_cpu_seconds(), time.process_time()
         start = time.perf_counter()
         result = await client.call_tool("exec", {"code": PROGRAM})
         elapsed = time.perf_counter() - start
@@ -88,7 +95,8 @@ async def _calls(client: Any, calls: int, warmup: int) -> list[float]:
             raise RuntimeError(f"unexpected exec result: {result}")
         if index >= warmup:
             samples.append(elapsed)
-    return samples
+    server_cpu = (tree_cpu_seconds() - tree) - (time.process_time() - own)
+    return {"samples": samples, "server_cpu_per_call": server_cpu / calls}
 
 
 async def _measure(transport: str, checkout: Path, calls: int, warmup: int) -> dict[str, Any]:
@@ -100,9 +108,9 @@ async def _measure(transport: str, checkout: Path, calls: int, warmup: int) -> d
             command=sys.executable, args=_serve_args(), env=env, cwd=str(checkout)
         )
         async with Client(parameters) as client:
-            samples = await _calls(client, calls, warmup)
-            version = client.protocol_version
-        return {"samples": samples, "protocol": version}
+            measured = await _calls(client, calls, warmup)
+            measured["protocol"] = client.protocol_version
+        return measured
     port = _free_port()
     command = [sys.executable, *_serve_args("--http", f"127.0.0.1:{port}")]
     server = subprocess.Popen(  # noqa: ASYNC220 - the child's one server, started once
@@ -111,12 +119,12 @@ async def _measure(transport: str, checkout: Path, calls: int, warmup: int) -> d
     try:
         _wait_for_port(port, server)
         async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy") as client:
-            samples = await _calls(client, calls, warmup)
-            version = client.protocol_version
+            measured = await _calls(client, calls, warmup)
+            measured["protocol"] = client.protocol_version
     finally:
         server.terminate()
         server.wait(timeout=60)
-    return {"samples": samples, "protocol": version}
+    return measured
 
 
 def child(transport: str, checkout: Path, calls: int, warmup: int) -> dict[str, Any]:
@@ -169,6 +177,7 @@ def run(checkouts: Sequence[Path], rounds: int, calls: int, warmup: int) -> dict
                 )
                 row = {
                     **_summary(measured["samples"]),
+                    "server_cpu_ms": measured["server_cpu_per_call"] * 1000,
                     "protocol": measured["protocol"],
                     "code_mode": measured["code_mode"],
                     "load": os.getloadavg()[0],
@@ -182,18 +191,20 @@ def run(checkouts: Sequence[Path], rounds: int, calls: int, warmup: int) -> dict
 def _table(results: dict[str, Any]) -> str:
     lines = [
         "| checkout | transport | median ms, per round | p99 ms, per round"
-        " | best median | best p99 |",
-        "|---|---|---|---|---|---|",
+        " | best median | best p99 | server CPU ms per call, per round |",
+        "|---|---|---|---|---|---|---|",
     ]
     for checkout, transports in results["rounds"].items():
         for transport, rows in transports.items():
             medians = [row["median_ms"] for row in rows]
             p99s = [row["p99_ms"] for row in rows]
+            cpus = [row["server_cpu_ms"] for row in rows]
             lines.append(
                 f"| {checkout} | {transport} ({rows[0]['protocol']}) "
                 f"| {' / '.join(f'{m:.2f}' for m in medians)} "
                 f"| {' / '.join(f'{p:.2f}' for p in p99s)} "
-                f"| {min(medians):.2f} | {min(p99s):.2f} |"
+                f"| {min(medians):.2f} | {min(p99s):.2f} "
+                f"| {' / '.join(f'{cpu:.2f}' for cpu in cpus)} |"
             )
     return "\n".join(lines)
 
