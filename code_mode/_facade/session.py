@@ -485,6 +485,18 @@ class CodeModeSession:
         )
 
     @trio_side
+    async def terminate_all(self) -> None:
+        """The user interrupted the turn: terminate every program of the session that
+        has not ended, background ones of earlier turns included, and return once each
+        is closed (the reference's interrupt, openai/codex #51835). Their nested tool
+        calls are cancelled; an ``exec``/``wait`` observing one returns ``Script
+        terminated``; a later ``wait`` gets ``exec cell <id> not found``; none is
+        pushed. Stored values stay, and the session takes new programs as before."""
+        self._check_entered()
+        for cell_id in await self._runtime.terminate_all():
+            self._handed_back.pop(cell_id, None)
+
+    @trio_side
     async def shutdown(self) -> None:
         """Terminate every program and refuse new ones; the ``async with`` block still
         has to be left. Idempotent."""
