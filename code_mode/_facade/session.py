@@ -240,6 +240,8 @@ class CodeModeSession:
     default): result headers read ``Wall time 1.250 seconds (code-mode 0.750 seconds;
     overhead 0.500 seconds)``, code-mode being the time the runtime spent on the call
     and overhead the rest (parsing, formatting, the host's own work).
+    ``input_schema_max_bytes`` (the Toolset's): a tool's input type longer than
+    ``max(16000, this, its MCP server's limit)`` is shown as ``unknown``.
 
     Leaving the ``async with`` block terminates every running program.
     """
@@ -258,6 +260,7 @@ class CodeModeSession:
         wait_idle_floor_ms: int | None = None,
         tool_search: bool = False,
         show_cell_overhead: bool = False,
+        input_schema_max_bytes: int | None = None,
     ) -> None:
         if wait_idle_floor_ms is not None and not (
             isinstance(wait_idle_floor_ms, int) and wait_idle_floor_ms >= 0
@@ -269,8 +272,11 @@ class CodeModeSession:
                     "namespace_descriptions and deferred are the Toolset's: "
                     "give them to Toolset.build"
                 )
-            if tool_search:
-                raise ValueError("tool_search is the Toolset's: give it to Toolset.build")
+            if tool_search or input_schema_max_bytes is not None:
+                raise ValueError(
+                    "tool_search and input_schema_max_bytes are the Toolset's: "
+                    "give them to Toolset.build"
+                )
             self._toolset = tools
         else:
             self._toolset = Toolset.build(
@@ -278,6 +284,7 @@ class CodeModeSession:
                 namespace_descriptions=namespace_descriptions,
                 deferred=deferred,
                 tool_search=tool_search,
+                input_schema_max_bytes=input_schema_max_bytes,
             )
         self._show_overhead = show_cell_overhead
         self._max_yield_time_ms = max_yield_time_ms
