@@ -40,10 +40,10 @@ import trio
 
 from ._cell import Cell, CellHost, Observer, OneShot
 from ._config import RuntimeConfig
-from ._delegate import SessionRuntimeDelegate, describe_exception
+from ._delegate import ExecuteRequest, SessionRuntimeDelegate, describe_exception
 from ._engine import Engine, SessionSeat, default_engine
 from ._errors import DuplicateCell, MissingCell, ShuttingDown
-from ._types import CellEvent, CellId, Completed, ExecuteRequest, ObserveMode
+from ._types import CellEvent, CellId, Completed, ObserveMode
 
 __all__ = ["PendingEvent", "SessionRuntime", "StartedCell", "open_session_runtime"]
 

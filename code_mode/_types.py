@@ -9,14 +9,11 @@ instances are therefore not hashable, which no caller needs.
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Any, NewType, TypeAlias
+from typing import Any, NewType, TypeAlias
 
 import attrs
 
 from ._validators import non_negative
-
-if TYPE_CHECKING:  # _delegate imports this module
-    from ._delegate import SessionRuntimeDelegate
 
 JSON: TypeAlias = Any
 """JSON data as produced by :func:`json.loads`: dict, list, str, int, float, bool, None."""
@@ -183,25 +180,6 @@ class ToolDefinition:
     reference's ``input_schema_max_bytes``; an MCP server's
     ``tool_input_schema_max_bytes`` sets it for its tools, a session's
     ``input_schema_max_bytes`` for all of them)."""
-
-
-@attrs.frozen
-class ExecuteRequest:
-    """What ``SessionRuntime.execute`` runs: a program, the tools it may call, and the id
-    of the model's ``exec`` call (passed back to ``notify``).
-
-    ``delegate``: the :class:`~code_mode.SessionRuntimeDelegate` this cell calls back
-    into (its tool calls, notifications and ``cell_closed``), kept by the cell until
-    it is closed, whatever later cells use; ``None`` for the session's. The runtime
-    holds no reference to it once the cell is closed. Not compared: two requests
-    that differ only in their delegate are equal."""
-
-    tool_call_id: str
-    enabled_tools: list[ToolDefinition]
-    source: str
-    delegate: SessionRuntimeDelegate | None = attrs.field(
-        default=None, eq=False, repr=False, kw_only=True
-    )
 
 
 @attrs.frozen

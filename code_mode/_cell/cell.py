@@ -29,6 +29,7 @@ from typing import Any
 import attrs
 import trio
 
+from .._delegate import ExecuteRequest
 from .._engine import (
     BufferMemoryExceeded,
     EngineEvent,
@@ -48,7 +49,6 @@ from .._types import (
     CellEvent,
     CellId,
     Completed,
-    ExecuteRequest,
     ObserveMode,
     Pending,
     PendingFrontier,
