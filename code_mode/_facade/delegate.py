@@ -117,7 +117,7 @@ class FacadeDelegate:
             await self._preempt(call.cell_id)
             await waiting.decided.wait()
         finally:
-            del self._waiting[key]
+            self._waiting.pop(key, None)
         if waiting.denial is not None:
             raise ApprovalDenied(waiting.denial)
 
@@ -127,8 +127,8 @@ class FacadeDelegate:
 
     def decide(self, cell_id: CellId, call_id: str, denial: str | None) -> bool:
         """Approve (``denial`` None) or deny a waiting call; False if none waits."""
-        waiting = self._waiting.get((cell_id, call_id))
-        if waiting is None or waiting.decided.is_set():
+        waiting = self._waiting.pop((cell_id, call_id), None)
+        if waiting is None:
             return False
         waiting.denial = denial
         waiting.decided.set()
