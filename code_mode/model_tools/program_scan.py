@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Final
+from typing import Final, TypeAlias
 
 import attrs
 
@@ -115,15 +115,13 @@ _REGEX_AFTER_NAMES: Final = frozenset(
     ]
 )
 _REGEX: Final = re.compile(r"/(?:[^/\\\[\n]|\\.|\[(?:[^\]\\\n]|\\.)*\])+/[A-Za-z]*")
+_TEMPLATE_TEXT: Final = re.compile(r"[^`\\$]+")
 _INDEX_KEY: Final = re.compile(r"^(?:0|[1-9]\d{0,9})$")
 #: Enclosing calls that settle their arguments' rejections.
 _SETTLING: Final = frozenset({"allSettled", "any", "as_settled", "stream_settled"})
 
 
-@attrs.define
-class _Token:
-    kind: str
-    text: str
+_Token: TypeAlias = tuple[str, str]  # (kind, text)
 
 
 def _tokenize(source: str, out: list[_Token], start: int = 0, *, until_brace: bool = False) -> int:
@@ -137,15 +135,15 @@ def _tokenize(source: str, out: list[_Token], start: int = 0, *, until_brace: bo
     while position < length:
         char = source[position]
         if char == "`":
-            out.append(_Token("template", "`"))
-            out.append(_Token("punct", "("))
+            out.append(("template", "`"))
+            out.append(("punct", "("))
             position = _template(source, position + 1, out)
-            out.append(_Token("punct", ")"))
+            out.append(("punct", ")"))
             continue
         if char == "/" and _regex_allowed(out):
             match = _REGEX.match(source, position)
             if match is not None:
-                out.append(_Token("regex", match.group()))
+                out.append(("regex", match.group()))
                 position = match.end()
                 continue
         match = _TOKEN.match(source, position)
@@ -164,7 +162,7 @@ def _tokenize(source: str, out: list[_Token], start: int = 0, *, until_brace: bo
                 if depth == 0:
                     return position
                 depth -= 1
-        out.append(_Token(kind, text))
+        out.append((kind, text))
     return position
 
 
@@ -172,15 +170,19 @@ def _template(source: str, position: int, out: list[_Token]) -> int:
     """Skip a template literal's text from ``position``, tokenizing each ``${...}``."""
     length = len(source)
     while position < length:
+        plain = _TEMPLATE_TEXT.match(source, position)
+        if plain is not None:
+            position = plain.end()
+            continue
         char = source[position]
         if char == "\\":
             position += 2
         elif char == "`":
             return position + 1
         elif char == "$" and source.startswith("${", position):
-            out.append(_Token("punct", "("))
+            out.append(("punct", "("))
             position = _tokenize(source, out, position + 2, until_brace=True)
-            out.append(_Token("punct", ")"))
+            out.append(("punct", ")"))
         else:
             position += 1
     return position
@@ -189,12 +191,12 @@ def _template(source: str, position: int, out: list[_Token]) -> int:
 def _regex_allowed(tokens: list[_Token]) -> bool:
     if not tokens:
         return True
-    last = tokens[-1]
-    if last.kind == "name":
-        return last.text in _REGEX_AFTER_NAMES
-    if last.kind in ("num", "str", "regex", "template"):
+    kind, text = tokens[-1]
+    if kind == "name":
+        return text in _REGEX_AFTER_NAMES
+    if kind in ("num", "str", "regex", "template"):
         return False
-    return last.text not in (")", "]", "}")
+    return text not in (")", "]", "}")
 
 
 def scan_tool_calls(source: str) -> ScanResult:
@@ -209,10 +211,10 @@ class _Scanner:
         self._tokens = tokens
 
     def _text(self, index: int) -> str:
-        return self._tokens[index].text if index < len(self._tokens) else ""
+        return self._tokens[index][1] if index < len(self._tokens) else ""
 
     def _kind(self, index: int) -> str:
-        return self._tokens[index].kind if index < len(self._tokens) else ""
+        return self._tokens[index][0] if index < len(self._tokens) else ""
 
     def scan(self) -> ScanResult:
         calls: list[CallSite] = []
@@ -221,19 +223,19 @@ class _Scanner:
         stack: list[str] = []
         index = 0
         while index < len(self._tokens):
-            token = self._tokens[index]
-            if token.kind == "punct" and token.text in "({[":
+            kind, text = self._tokens[index]
+            if kind == "punct" and text in "({[":
                 before = self._text(index - 1) if index else ""
                 label = ""
-                if token.text == "{" and before in ("try", "finally"):
-                    label = "try" if before == "try" else ""
-                elif token.text == "(" and before in _SETTLING:
+                if text == "{" and before == "try":
+                    label = "try"
+                elif text == "(" and before in _SETTLING:
                     label = "settling"
                 stack.append(label)
-            elif token.kind == "punct" and token.text in ")}]":
+            elif kind == "punct" and text in ")}]":
                 if stack:
                     stack.pop()
-            elif token.kind == "name" and token.text == "tools" and not self._is_property(index):
+            elif kind == "name" and text == "tools" and not self._is_property(index):
                 site, end = self._call_at(index, handled=any(stack))
                 if site is None and end is None:
                     shadowed = True
@@ -259,12 +261,12 @@ class _Scanner:
         if after in (".", "?."):
             if self._kind(index + 2) != "name":
                 return None, index
-            key = self._tokens[index + 2].text
+            key = self._tokens[index + 2][1]
             position = index + 3
         elif after == "[":
             if self._kind(index + 2) != "str" or self._text(index + 3) != "]":
                 return None, index
-            literal = _string_value(self._tokens[index + 2].text)
+            literal = _string_value(self._tokens[index + 2][1])
             if not isinstance(literal, str):
                 return None, index
             key = literal
@@ -290,21 +292,14 @@ class _Scanner:
             value = NoArgument()
         if self._text(after) not in (",", ")"):
             value = UNKNOWN
-        return value, self._skip_to(after, ")") + 1
+        return value, self._call_end(after) + 1
 
-    def _skip_to(self, position: int, closer: str) -> int:
-        """The index of the ``closer`` that closes the current group from ``position``."""
-        depth = 0
-        while position < len(self._tokens):
-            text = self._text(position)
-            if self._kind(position) == "punct":
-                if text in "([{":
-                    depth += 1
-                elif text in ")]}":
-                    if depth == 0 and text == closer:
-                        return position
-                    depth = max(0, depth - 1)
-            position += 1
+    def _call_end(self, position: int) -> int:
+        """The index of the ``)`` closing the call whose argument list goes on at
+        ``position`` (later arguments skipped)."""
+        position = self._skip_expression(position)
+        while self._text(position) == ",":
+            position = self._skip_expression(position + 1)
         return position
 
     def _skip_expression(self, position: int) -> int:
