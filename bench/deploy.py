@@ -1,4 +1,5 @@
-"""Latency through the load balancer against straight to the servers (docs/deploy.md).
+"""Latency through the load balancer against straight to the servers, and stateful
+against stateless clients (docs/deploy.md).
 
     python -m bench.deploy                       # 1, 2 and 3 servers, 30 clients
     python -m bench.deploy --servers 3 --clients 10 --programs 3   # a quick run
@@ -14,6 +15,12 @@ call), and is resumed with ``wait`` until it completes, as the test of
 tests/deploy/ does, without its pauses: the time measured is the servers' and the
 path's, not a program's sleep. Every request (``exec`` or ``wait``) is timed from the
 client.
+
+A third path, ``stateless``, runs the same work through the balancer with the SDK's
+default client (``mcp.Client(url)``: the stateless revision, no stickiness), so every
+``wait`` is answered from the store (Redis, which local.sh starts) by whichever server
+the balancer picks, and stored values go through it too: against ``balancer``
+(stateful sessions, kept in their server's process) it is the cost of the store.
 
 The machine's load (``uptime``) is printed before and after: on a shared machine the
 numbers are only comparable within one run.
@@ -31,14 +38,14 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import mcp.types as types
 import trio
-from mcp import ClientSession
+from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from bench.stats import summarize
@@ -71,6 +78,22 @@ def _texts(result: types.CallToolResult) -> list[str]:
     return [block.text for block in result.content if isinstance(block, types.TextContent)]
 
 
+async def _to_the_end(
+    call: Callable[[str, dict[str, Any]], Awaitable[types.CallToolResult]],
+    result: types.CallToolResult,
+    number: int,
+    latencies: list[float],
+) -> None:
+    """Resume a program with ``wait`` until it ends; check it is the ``number``-th."""
+    while (header := _texts(result)[0]).startswith("Script running with cell ID "):
+        cell = header.split("\n")[0].removeprefix("Script running with cell ID ")
+        started = time.perf_counter()
+        result = await call("wait", {"cell_id": cell, "yield_time_ms": 100})
+        latencies.append(time.perf_counter() - started)
+    if _texts(result)[-1] != f"done {number}":
+        raise AssertionError(f"unexpected result: {_texts(result)}")
+
+
 async def _client(url: str, programs: int, steps: int, latencies: list[float]) -> None:
     source = PROGRAM.replace("STEPS", str(steps))
     async with (
@@ -82,26 +105,38 @@ async def _client(url: str, programs: int, steps: int, latencies: list[float]) -
             started = time.perf_counter()
             result = await session.call_tool("exec", {"code": source})
             latencies.append(time.perf_counter() - started)
-            while (header := _texts(result)[0]).startswith("Script running with cell ID "):
-                cell = header.split("\n")[0].removeprefix("Script running with cell ID ")
-                started = time.perf_counter()
-                result = await session.call_tool("wait", {"cell_id": cell, "yield_time_ms": 100})
-                latencies.append(time.perf_counter() - started)
-            if _texts(result)[-1] != f"done {number}":
-                raise AssertionError(f"unexpected result: {_texts(result)}")
+            await _to_the_end(session.call_tool, result, number, latencies)
+
+
+async def _stateless_client(url: str, programs: int, steps: int, latencies: list[float]) -> None:
+    """:func:`_client` with the SDK's default client (stateless): the session's handle
+    passed back to each ``exec``."""
+    source = PROGRAM.replace("STEPS", str(steps))
+    session: str | None = None
+    async with Client(url) as client:
+        for number in range(1, programs + 1):
+            arguments = (
+                {"code": source} if session is None else {"code": source, "session": session}
+            )
+            started = time.perf_counter()
+            result = await client.call_tool("exec", arguments)
+            latencies.append(time.perf_counter() - started)
+            session = (result.structured_content or {}).get("session", session)
+            await _to_the_end(client.call_tool, result, number, latencies)
 
 
 async def _load(
-    urls: Sequence[str], clients: int, programs: int, steps: int
+    urls: Sequence[str], clients: int, programs: int, steps: int, stateless: bool = False
 ) -> tuple[list[float], float]:
     """``clients`` clients at once, client i on ``urls[i % len(urls)]``: each request's
     latency (seconds) and the wall time."""
     latencies: list[float] = []
     started = time.perf_counter()
+    run = _stateless_client if stateless else _client
     async with trio.open_nursery() as nursery:
         for index in range(clients):
             url = urls[index % len(urls)]
-            nursery.start_soon(_client, url, programs, steps, latencies)
+            nursery.start_soon(run, url, programs, steps, latencies)
     return latencies, time.perf_counter() - started
 
 
@@ -141,7 +176,7 @@ def _free_port_block(count: int) -> int:
 @contextmanager
 def _cluster(servers: int) -> Iterator[tuple[str, list[str]]]:
     """``local.sh servers PORT``: (the balancer's URL, the servers' URLs)."""
-    port = _free_port_block(servers + 1)
+    port = _free_port_block(servers + 2)  # the balancer, the servers, the store
     env = {
         **os.environ,
         "CODE_MODE_PYTHON": sys.executable,
@@ -182,6 +217,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--programs", type=int, default=10, help="programs per client (10)")
     parser.add_argument("--steps", type=int, default=3, help="yields per program (3)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each path (3)")
+    parser.add_argument(
+        "--paths",
+        default="direct,balancer,stateless",
+        help="paths to measure (default direct,balancer,stateless)",
+    )
     parser.add_argument("--out", type=Path, help="write deploy.json into this folder")
     args = parser.parse_args(argv)
     counts = [int(count) for count in args.servers.split(",")]
@@ -193,11 +233,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             # Warm up each server's isolates (and HAProxy's connections) first.
             trio.run(_load, [balancer], max(loads), 1, args.steps)
             for clients in loads:
-                runs: dict[str, list[tuple[list[float], float]]] = {"direct": [], "balancer": []}
+                everywhere = {"direct": direct, "balancer": [balancer], "stateless": [balancer]}
+                paths = [(path, everywhere[path]) for path in args.paths.split(",")]
+                runs: dict[str, list[tuple[list[float], float]]] = {path: [] for path, _ in paths}
                 for number in range(args.rounds):  # interleaved, the order alternating
-                    paths = [("direct", direct), ("balancer", [balancer])]
                     for path, urls in paths if number % 2 == 0 else paths[::-1]:
-                        load = (urls, clients, args.programs, args.steps)
+                        load = (urls, clients, args.programs, args.steps, path == "stateless")
                         runs[path].append(trio.run(_load, *load))
                 for path, rounds in runs.items():
                     rows.append(_row(servers, clients, path, rounds))

@@ -238,6 +238,25 @@ class SessionRuntime:
         """Return once :attr:`cell_count` is 0 (at once if it is)."""
         await self._wait_cell_count(0)
 
+    @property
+    def stored_values(self) -> dict[str, str]:
+        """The session's stored values, key -> the JSON text of the value (a copy):
+        what a host that keeps them outside the process (the MCP server's store) saves
+        after a cell completes."""
+        return dict(self._stored)
+
+    def replace_stored_values(self, values: dict[str, str]) -> None:
+        """Make ``values`` (key -> JSON text, as :attr:`stored_values` gives them) the
+        session's stored values; cells started from now on load them. For a host that
+        keeps them outside the process and may have had them changed elsewhere (another
+        MCP server of the same session); not checked against the limits, which held
+        when they were stored."""
+        self._stored = dict(values)
+        self._stored_units = {
+            key: _utf16_length(key) + _utf16_length(text) for key, text in values.items()
+        }
+        self._stored_json = json.dumps(self._stored, ensure_ascii=False)
+
     # -- operations ----------------------------------------------------------------
 
     async def execute(self, request: ExecuteRequest, initial_mode: ObserveMode) -> StartedCell:

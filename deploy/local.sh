@@ -6,6 +6,13 @@
 # 127.0.0.1:PORT, in the foreground. Point MCP clients at http://127.0.0.1:PORT/mcp.
 # SERVE OPTIONS go to every server (e.g. --tools pkg.module:tools --drain-deadline 30).
 #
+# The store the servers share (docs/deploy.md): unless SERVE OPTIONS name one
+# (--store URL), a redis-server is started on 127.0.0.1:PORT+N+1 (no persistence, a
+# fresh random password, stopped with the rest) and every server gets
+# `--store redis://:<password>@127.0.0.1:PORT+N+1`, so that stateless clients (the
+# SDKs' default) are served by any server. Without redis-server the servers keep
+# their state in memory, each its own: stateless clients then need one server.
+#
 # Stopping: Ctrl-C (SIGINT) stops everything at once. SIGTERM stops gracefully: the
 # servers drain (no new sessions; running programs finish, up to their drain deadline)
 # while the balancer still routes to them, then the balancer stops.
@@ -16,7 +23,7 @@
 # as they would in production until the supervisor restarts it).
 #
 # Environment: CODE_MODE_PYTHON (the Python that has code-mode installed; default
-# python3), HAPROXY (default haproxy).
+# python3), HAPROXY (default haproxy), REDIS_SERVER (default redis-server).
 set -euo pipefail
 
 usage() {
@@ -27,7 +34,7 @@ usage() {
 count=$1
 port=$2
 shift 2
-(( port + count <= 65535 )) || { echo "local.sh: PORT+N must be at most 65535" >&2; exit 2; }
+(( port + count + 1 <= 65535 )) || { echo "local.sh: PORT+N+1 must be at most 65535" >&2; exit 2; }
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 python=${CODE_MODE_PYTHON:-python3}
@@ -41,6 +48,7 @@ run=$(mktemp -d "${TMPDIR:-/tmp}/code-mode-local.XXXXXX")
 declare -A names=()  # pid -> what it is
 server_pids=()
 haproxy_pid=""
+store_pid=""
 waiter=""
 stopping=""
 
@@ -75,10 +83,33 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The store: Redis, unless the options name a store.
+store=()
+redis=${REDIS_SERVER:-redis-server}
+if [[ " $* " != *" --store "* && " $* " != *" --store="* ]]; then
+    if command -v "$redis" >/dev/null; then
+        redis_port=$((port + count + 1))
+        password=$("$python" -c 'import secrets; print(secrets.token_urlsafe(18))')
+        printf 'port %s\nbind 127.0.0.1\nrequirepass %s\nsave ""\nappendonly no\ndir %s\n' \
+            "$redis_port" "$password" "$run" >"$run/redis.conf"
+        "$redis" "$run/redis.conf" >"$run/redis.log" 2>&1 &
+        names[$!]="store"
+        store_pid=$!
+        echo "local.sh: store pid $! at redis://127.0.0.1:$redis_port"
+        store=(--store "redis://:$password@127.0.0.1:$redis_port")
+        for _ in $(seq 100); do  # until it answers (the servers check it at start-up)
+            (exec 3<>"/dev/tcp/127.0.0.1/$redis_port") 2>/dev/null && break
+            sleep 0.1
+        done
+    else
+        echo "local.sh: $redis not found: each server keeps its state in memory (install redis-server to share it)"
+    fi
+fi
+
 # The servers.
 for ((i = 1; i <= count; i++)); do
     address=127.0.0.1:$((port + i))
-    "$python" -m code_mode mcp serve --http "$address" "$@" &
+    "$python" -m code_mode mcp serve --http "$address" "${store[@]}" "$@" &
     names[$!]="server $i"
     server_pids+=("$!")
     echo "local.sh: server $i pid $! at http://$address/mcp"
@@ -152,14 +183,20 @@ while ((${#names[@]} > 0)); do
         [[ -n $stopping ]] || status=1
         stop "${stopping:-TERM}"
     fi
+    remaining=0
+    for pid in "${server_pids[@]}"; do
+        [[ -n ${names[$pid]+x} ]] && remaining=$((remaining + 1))
+    done
     if [[ -n $haproxy_pid ]]; then
-        remaining=0
-        for pid in "${server_pids[@]}"; do
-            [[ -n ${names[$pid]+x} ]] && remaining=$((remaining + 1))
-        done
         if ((remaining == 0)) && [[ -n $stopping ]]; then
             kill -USR1 "$haproxy_pid" 2>/dev/null || true  # HAProxy's graceful stop
         fi
+    elif ((remaining == 0)) && [[ -n $store_pid && -n ${names[$store_pid]+x} ]]; then
+        kill -TERM "$store_pid" 2>/dev/null || true  # last: the servers may write to it
+    fi
+    if [[ $ended == "$store_pid" && -z $stopping ]]; then
+        status=1
+        stop TERM  # the store died: the servers cannot serve stateless clients
     fi
 done
 exit "$status"

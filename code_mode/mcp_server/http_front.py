@@ -12,9 +12,11 @@ and refuses, before the SDK parses anything, each with a JSON-RPC error body tha
 SDK's client raises as an ``MCPError`` carrying the message:
 
 * a body over ``ServerLimits.max_request_body_bytes``: 413;
-* a request opening a session (a ``POST`` without ``Mcp-Session-Id``) while the server
-  drains or is full: 503, which the balancer may retry on another server, as nothing
-  of it was kept;
+* a request opening a session (a ``POST`` without ``Mcp-Session-Id``, of a stateful
+  revision) while the server drains or is full: 503, which the balancer may retry on
+  another server, as nothing of it was kept. A request of the stateless revision
+  carries no session id either; it goes through, and the server refuses only a new
+  program while it drains (a ``wait`` must still reach its cell);
 * a request of a session this server has closed (idle, or drained): 404, MCP's answer
   for a session that is gone, which makes a client start a new one. A ``DELETE`` still
   goes through, so that the SDK forgets the session.
@@ -29,6 +31,7 @@ from typing import Final, Protocol
 
 import mcp.types as types
 import trio
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["HEALTH_PATH", "READY_PATH", "SESSION_HEADER", "HttpFront", "SessionDoor"]
@@ -36,6 +39,7 @@ __all__ = ["HEALTH_PATH", "READY_PATH", "SESSION_HEADER", "HttpFront", "SessionD
 HEALTH_PATH: Final = "/healthz"
 READY_PATH: Final = "/readyz"
 SESSION_HEADER: Final = "mcp-session-id"
+PROTOCOL_VERSION_HEADER: Final = "mcp-protocol-version"
 
 
 class SessionDoor(Protocol):
@@ -106,7 +110,7 @@ class HttpFront:
             if gone is not None:
                 await _json_rpc_error(send, 404, types.INVALID_REQUEST, gone)
                 return
-        if key is None and method == "POST":
+        if key is None and method == "POST" and not _stateless(scope):
             refusal = self._door.new_session_refusal()
             if refusal is not None:
                 await _json_rpc_error(send, 503, types.INTERNAL_ERROR, refusal)
@@ -196,6 +200,11 @@ async def _json_rpc_error(send: Send, status: int, code: int, message: str) -> N
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+def _stateless(scope: Scope) -> bool:
+    """Whether the request names the stateless revision (``MCP-Protocol-Version``)."""
+    return _header(scope, PROTOCOL_VERSION_HEADER) in MODERN_PROTOCOL_VERSIONS
 
 
 def _header(scope: Scope, name: str) -> str | None:

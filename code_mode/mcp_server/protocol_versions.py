@@ -1,19 +1,16 @@
-"""Which MCP protocol revisions the server advertises: only the ones it serves.
+"""Which MCP protocol revisions the server advertises: the ones it serves, all of them.
 
-The SDK's server answers ``server/discover`` with the stateless revision
-(``2026-07-28``), so every client in its default ("auto") mode adopts it; but code
-mode keeps cells and stored values per MCP session, which that revision has no
-place for (no ``initialize``, no ``Mcp-Session-Id``: cross-call state travels in
-handles the server mints, which code mode does not mint yet). Every ``exec`` of such
-a client was refused. So the server answers ``server/discover`` with the revisions
-of the ``initialize`` handshake alone: a client then settles on the stateful
-revision, as the MCP SDKs do for a server that advertises no modern version (the Go
-SDK's stateful server answers the same way). Serving the stateless revision over HTTP
-is later work; until then, advertising it there would be a promise the server breaks.
+The server answers ``server/discover`` with the revisions of the ``initialize``
+handshake (stateful: the MCP session keeps the cells and stored values) and the
+stateless revision (``2026-07-28``: no ``initialize``, no ``Mcp-Session-Id``; cells
+and sessions travel as handles the server mints, :mod:`.stateless`), so a client in
+its default ("auto") mode adopts the stateless one, and a client that insists on the
+handshake (``mode="legacy"``, the Inspector) gets the stateful one, on the same
+endpoint. This is the SDK's own answer; it is made explicit here so that what the
+server advertises is what it serves, in one place.
 
-Over stdio the SDK's answer stands: the connection is the session (one client at the
-other end of the pipe), so the stateless revision keeps its cells there, and a
-connection that answered ``server/discover`` takes no ``initialize`` afterwards.
+Over stdio the connection is the session (one client at the other end of the pipe),
+so both revisions keep their cells in it.
 """
 
 from __future__ import annotations
@@ -26,9 +23,12 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 
 __all__ = ["HTTP_PROTOCOL_VERSIONS", "advertise_served_versions"]
 
-HTTP_PROTOCOL_VERSIONS: tuple[str, ...] = HANDSHAKE_PROTOCOL_VERSIONS
+HTTP_PROTOCOL_VERSIONS: tuple[str, ...] = (
+    *HANDSHAKE_PROTOCOL_VERSIONS,
+    *MODERN_PROTOCOL_VERSIONS,
+)
 """The revisions a code mode server serves over HTTP: those of the ``initialize``
-handshake."""
+handshake (stateful) and the stateless one."""
 
 
 def advertise_served_versions(server: Server[Any]) -> None:

@@ -11,8 +11,10 @@ values), opened on its first ``exec``/``wait`` and closed, with every cell still
 running, when the session ends: the client deletes it (HTTP ``DELETE``), it stays idle
 past ``ServerLimits.session_idle_timeout``, the stdio client goes away, the server
 drains, or the server stops. Over stdio there is one session (the client at the other
-end of the pipe); over HTTP the session is the transport's (``Mcp-Session-Id``), so
-stateless requests without one are refused with a result saying so.
+end of the pipe); over HTTP, for the stateful revisions, the session is the
+transport's (``Mcp-Session-Id``); for the stateless one (``2026-07-28``, which the
+SDKs' clients pick by default) it is named by a handle the server mints and the
+client passes back, and cells by handles too (:mod:`.stateless`).
 
 Over HTTP the server is made to run as one of several behind a load balancer
 (``docs/deploy.md``): :mod:`.http_front` answers health and readiness checks and
@@ -65,7 +67,8 @@ from .protocol_versions import advertise_served_versions
 from .pushed_results import PushedResults
 from .refusals import DRAINING, NO_NEW_PROGRAMS, deadline_text, terminated_text
 from .sessions import Refused, SessionEntry, SessionPool, open_session_pool, serve_call, session_key
-from .store import Store
+from .stateless import StatelessCalls, is_stateless, server_name, stateless_listing
+from .store import MemoryStore, Store
 
 __all__ = ["MCP_HTTP_PATH", "CodeModeMcpServer"]
 
@@ -94,8 +97,9 @@ class CodeModeMcpServer:
     long it drains; see the module documentation. ``push``: results of programs that
     finish after ``Script running`` are kept as resources the client is notified of
     (and the tool descriptions tell the model it will be given them); for clients that
-    subscribe, see :mod:`.pushed_results`. ``store``: where state outside the server
-    will live (:mod:`.store`, ``--store``); kept, not used yet.
+    subscribe, see :mod:`.pushed_results` (stateful revisions only). ``store``: where
+    the stateless revision's session and cell handles are registered (:mod:`.store`,
+    ``--store``; default: in this process).
     """
 
     def __init__(
@@ -118,9 +122,16 @@ class CodeModeMcpServer:
         self._toolset = Toolset.build(
             tools, namespace_descriptions=namespace_descriptions, deferred=deferred
         )
-        # Kept for the stateless serving of issue 29 (not used yet): where sessions,
-        # the cell registry, journals and events live (None: in this process).
+        # Where the stateless revision's handles live (None: in this process).
         self._store = store
+        self._stateless = StatelessCalls(
+            store
+            if store is not None
+            else MemoryStore(session_ttl=(limits or ServerLimits()).session_idle_timeout),
+            server_name(),
+            max_yield_time_ms,
+            local=store is None or isinstance(store, MemoryStore),
+        )
         self._session_options: dict[str, Any] = {
             "config": config,
             "max_yield_time_ms": max_yield_time_ms,
@@ -130,6 +141,10 @@ class CodeModeMcpServer:
         self._listing = [
             types.Tool.model_validate(tool) for tool in self._toolset.mcp_tools(push=push)
         ]
+        # Push is stateful-only (:mod:`.stateless`): the stateless listing never offers it.
+        self._stateless_listing = stateless_listing(
+            [types.Tool.model_validate(tool) for tool in self._toolset.mcp_tools()]
+        )
         self._limits = limits if limits is not None else ServerLimits()
         self._pool: SessionPool | None = None
         self._front: HttpFront | None = None
@@ -153,8 +168,8 @@ class CodeModeMcpServer:
 
     @property
     def store(self) -> Store | None:
-        """The store given as ``store=`` (:mod:`.store`); not used yet: sessions and
-        cells still live in this process."""
+        """The store given as ``store=`` (:mod:`.store`), ``None`` for the default (in
+        this process): the registry of the stateless revision's handles."""
         return self._store
 
     @property
@@ -192,6 +207,7 @@ class CodeModeMcpServer:
             deadline = self._limits.drain_deadline
             with trio.move_on_after(deadline) as waiting:
                 await pool.settle()
+                await self._stateless.settle()  # stateless ends still to be collected
             if waiting.cancelled_caught:
                 logger.info(
                     "drain deadline of %g s passed: terminating %d sessions", deadline, len(pool)
@@ -259,9 +275,10 @@ class CodeModeMcpServer:
 
     @asynccontextmanager
     async def _lifespan(self, _server: Server[SessionPool]) -> AsyncIterator[SessionPool]:
-        async with open_session_pool(
-            self._open_session, self._limits, draining=self._draining
-        ) as pool:
+        async with (
+            self._stateless.running(),
+            open_session_pool(self._open_session, self._limits, draining=self._draining) as pool,
+        ):
             self._pool = pool
             try:
                 yield pool
@@ -281,7 +298,8 @@ class CodeModeMcpServer:
     async def _list_tools(
         self, ctx: ServerRequestContext[SessionPool], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=list(self._listing))
+        listing = self._stateless_listing if is_stateless(ctx) else self._listing
+        return types.ListToolsResult(tools=list(listing))
 
     async def _call_tool(
         self, ctx: ServerRequestContext[SessionPool], params: types.CallToolRequestParams
@@ -289,6 +307,10 @@ class CodeModeMcpServer:
         if params.name not in (EXEC_TOOL_NAME, WAIT_TOOL_NAME):
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
         arguments = params.arguments if params.arguments is not None else {}
+        if is_stateless(ctx):
+            return await self._stateless.call(
+                ctx, params.name, dict(arguments), draining=self._draining
+            )
         try:
             key = session_key(ctx)
             if self._draining and params.name == EXEC_TOOL_NAME:

@@ -202,6 +202,15 @@ class SessionPool:
             entry.closed_reason = reason
             entry.idle_scope.cancel()
 
+    def close_if_quiet(self, key: str) -> None:
+        """Close the session of ``key`` if no call or task uses it: for a stateless
+        session, whose state is in the store, the code mode session is only needed
+        while an ``exec`` runs or a cell of it is pumped (:mod:`.stateless`), so that
+        ``max_sessions`` counts the sessions at work, not every handle ever used."""
+        entry = self._entries.get(key)
+        if entry is not None and entry.busy == 0:
+            self.close(key)
+
     def close_all(self, reason: str | None = None) -> None:
         for key in list(self._entries):
             self.close(key, reason)

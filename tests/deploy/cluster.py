@@ -10,9 +10,10 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
+from typing import Protocol
 
 import attrs
 import pytest
@@ -58,6 +59,38 @@ def free_port_block(count: int) -> int:
                 sock.close()
         return base
     raise RuntimeError("no block of free ports on 127.0.0.1")
+
+
+class Completing(Protocol):
+    """An agent of the tests (``agent.Agent``, ``stateless_agent.StatelessAgent``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def completed(self) -> int: ...
+
+
+class Crowd:
+    """Agents running at once; ``everyone_completed(n)`` waits until each has n
+    programs done, ``each_completes(n)`` until each has done n more from now on."""
+
+    def __init__(self, agents: Sequence[Completing]) -> None:
+        self.agents = agents
+        self._progress = trio.Event()
+
+    def progressed(self) -> None:
+        self._progress.set()
+        self._progress = trio.Event()
+
+    async def everyone_completed(self, count: int) -> None:
+        while any(agent.completed < count for agent in self.agents):
+            await self._progress.wait()
+
+    async def each_completes(self, more: int) -> None:
+        wanted = {agent.name: agent.completed + more for agent in self.agents}
+        while any(agent.completed < wanted[agent.name] for agent in self.agents):
+            await self._progress.wait()
 
 
 @attrs.define
@@ -106,7 +139,7 @@ async def local_cluster(count: int, *serve_options: str) -> AsyncIterator[Cluste
     """``deploy/local.sh count PORT`` serving :data:`TOOLS`, until the block ends
     (then stopped with SIGINT; anything left is killed)."""
     require_haproxy()
-    port = free_port_block(count + 1)
+    port = free_port_block(count + 2)  # the balancer, the servers, the store
     cluster = Cluster(url=f"http://127.0.0.1:{port}/mcp")
     env = {
         **os.environ,

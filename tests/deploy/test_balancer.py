@@ -19,6 +19,7 @@ from mcp import ClientSession
 from ..mcp_server.http_support import http_client, refused, texts
 from .agent import Agent
 from .cluster import Cluster, local_cluster, needs_haproxy
+from .cluster import Crowd as CrowdBase
 
 pytestmark = needs_haproxy
 
@@ -48,21 +49,10 @@ def report(cluster: Cluster, agents: list[Agent]) -> str:
     return f"wrong results: {wrong[:5]}\n--- local.sh:\n{cluster.output()}"
 
 
-class Crowd:
-    """Agents running at once; ``everyone_completed(n)`` waits until each has n
-    programs done."""
+class Crowd(CrowdBase):
+    """:class:`.cluster.Crowd` of stateful agents, which can signal a server mid-run."""
 
-    def __init__(self, agents: list[Agent]) -> None:
-        self.agents = agents
-        self._progress = trio.Event()
-
-    def progressed(self) -> None:
-        self._progress.set()
-        self._progress = trio.Event()
-
-    async def everyone_completed(self, count: int) -> None:
-        while any(agent.completed < count for agent in self.agents):
-            await self._progress.wait()
+    agents: list[Agent]
 
     async def signal_mid_run(
         self, nursery: trio.Nursery, cluster: Cluster, signum: int, after: int

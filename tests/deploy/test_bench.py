@@ -21,6 +21,7 @@ def test_the_benchmark_runs_both_paths(tmp_path: Path, capsys: pytest.CaptureFix
     assert [(row["servers"], row["clients"], row["path"]) for row in rows] == [
         (1, 2, "direct"),
         (1, 2, "balancer"),
+        (1, 2, "stateless"),
     ]
     # Two clients, one program each: an exec and at least one wait per program.
     assert all(row["requests"] >= 4 for row in rows)

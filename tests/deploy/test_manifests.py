@@ -29,7 +29,15 @@ def by_kind(kind: str) -> list[dict[str, Any]]:
 
 def test_the_sketch_is_yaml_of_the_kinds_it_promises() -> None:
     kinds = sorted(doc["kind"] for path in KUBERNETES.glob("*.yaml") for doc in documents(path))
-    assert kinds == ["ConfigMap", "Deployment", "Deployment", "Service", "Service"]
+    assert kinds == [
+        "ConfigMap",
+        "Deployment",
+        "Deployment",
+        "Service",
+        "Service",
+        "Service",
+        "StatefulSet",
+    ]
     assert all({"apiVersion", "kind", "metadata"} <= set(doc) for doc in by_kind("Deployment"))
 
 
@@ -46,6 +54,16 @@ def test_the_grace_period_outlasts_the_drain_deadline() -> None:
     (headless,) = [doc for doc in by_kind("Service") if doc["metadata"]["name"] == "code-mode"]
     assert headless["spec"]["clusterIP"] == "None"
     assert headless["spec"]["publishNotReadyAddresses"] is True
+
+
+def test_the_servers_share_the_redis_of_the_sketch() -> None:
+    (servers,) = [doc for doc in by_kind("Deployment") if doc["metadata"]["name"] == "code-mode"]
+    (container,) = servers["spec"]["template"]["spec"]["containers"]
+    store = container["args"][container["args"].index("--store") + 1]
+    (redis,) = by_kind("StatefulSet")
+    (service,) = [doc for doc in by_kind("Service") if doc["metadata"]["name"] == "code-mode-redis"]
+    assert store.startswith("redis://:$(REDIS_PASSWORD)@code-mode-redis:6379")
+    assert service["spec"]["selector"] == redis["spec"]["selector"]["matchLabels"]
 
 
 def test_the_balancer_of_the_sketch_is_deploy_haproxy_cfg(tmp_path: Path) -> None:

@@ -187,3 +187,35 @@ async def test_sigterm_drains_then_exits_0() -> None:
             await server.read_to_end()
         assert server.process.returncode == 0, server.received.decode(errors="replace")[-3000:]
         assert b"drained; stopping" in server.received
+
+
+async def test_a_stateless_drain_waits_for_the_end_to_be_collected() -> None:
+    # The default store lives in this process: a drain waits until the end of a
+    # program it holds has been collected (as for stateful sessions), and still
+    # serves that wait, while it refuses new programs.
+    from mcp import Client
+
+    GATES["stateless drain"] = trio.Event()
+    server = CodeModeMcpServer([gate])
+    with trio.fail_after(SAFETY):
+        async with (
+            http_server(server) as url,
+            Client(url) as client,
+            trio.open_nursery() as nursery,
+        ):
+            code = (
+                '// @exec: {"yield_time_ms": 0}\ntext(await tools.gate({name: "stateless drain"}))'
+            )
+            started = await client.call_tool("exec", {"code": code})
+            cell = texts(started)[0].split("\n")[0].removeprefix("Script running with cell ID ")
+            drained = start_drain(nursery, server)
+            await trio.testing.wait_all_tasks_blocked()
+            refused_exec = await client.call_tool("exec", {"code": 'text("more")'})
+            assert refused_exec.is_error and texts(refused_exec)[0].startswith(SHUTTING_DOWN)
+            GATES["stateless drain"].set()
+            await trio.testing.wait_all_tasks_blocked()
+            assert not drained.is_set()  # ended, its end not collected yet
+            finished = await client.call_tool("wait", {"cell_id": cell, "yield_time_ms": 10_000})
+            assert texts(finished)[0].startswith("Script completed"), texts(finished)
+            assert texts(finished)[2:] == ["stateless drain open"]
+            await drained.wait()

@@ -92,11 +92,10 @@ async def test_mcp_sdk_client_in_auto_mode(transport: str) -> None:
 
     async def over(target: Any) -> None:
         async with Client(target) as client:  # mode="auto": probes server/discover
-            # Over HTTP the server offers only the stateful revision (its sessions keep
-            # the cells); over stdio the connection is the session, so the stateless
-            # one (2026-07-28) serves as well.
-            stateless = client.protocol_version == "2026-07-28"
-            assert stateless == (transport == "stdio"), client.protocol_version
+            # The stateless revision (2026-07-28), over either transport: over HTTP
+            # the cells are named by handles (test_stateless.py), over stdio the
+            # connection is the session.
+            assert client.protocol_version == "2026-07-28", client.protocol_version
 
             async def run(name: str, arguments: dict[str, Any]) -> str:
                 result = await client.call_tool(name, arguments)
@@ -149,7 +148,9 @@ def scripted_model() -> Any:
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 
     def returns(messages: list[ModelMessage]) -> list[str]:
-        """The tool results the model was given, each as one text."""
+        """The tool results the model was given, each as one text (over stateless
+        HTTP pydantic-ai gives it the structured content: the session and the
+        result's text)."""
         contents = [
             part.content
             for message in messages
@@ -157,7 +158,11 @@ def scripted_model() -> Any:
             if part.part_kind == "tool-return"
         ]
         return [
-            "\n".join(map(str, content)) if isinstance(content, list) else str(content)
+            "\n".join(map(str, content))
+            if isinstance(content, list)
+            else content["result"]
+            if isinstance(content, dict)
+            else str(content)
             for content in contents
         ]
 

@@ -79,12 +79,15 @@ class JournalEntry:
 
 @attrs.frozen
 class CellRecord:
-    """Where a cell stands in the registry: its session, and the server running it
-    (``None`` once the cell has finished: its events are kept for a late ``wait``)."""
+    """Where a cell stands in the registry: its session, the server running it
+    (``None`` once the cell has finished: its events are kept for a late ``wait``), and
+    how far its events have been handed to the client (the offset the next ``wait``
+    reads from, whichever server it lands on)."""
 
     cell: str
     session: str
     server: str | None
+    cursor: int = 0
 
 
 @attrs.frozen
@@ -120,6 +123,11 @@ class Store(Protocol):
         """The store as the operator wrote it, without any password (for messages)."""
         ...
 
+    @property
+    def heartbeat_ttl(self) -> float:
+        """Seconds a heartbeat keeps a server alive (a server beats a third of it)."""
+        ...
+
     # --- sessions: stored values per session handle
     async def new_session(self) -> str:
         """Mint a session handle with no stored values."""
@@ -152,6 +160,11 @@ class Store(Protocol):
 
     async def cell(self, cell: str) -> CellRecord | None:
         """The cell's record, ``None`` for a cell the store does not know."""
+        ...
+
+    async def set_cursor(self, cell: str, offset: int) -> bool:
+        """The client has been given the cell's events before ``offset``; ``False``:
+        no such cell."""
         ...
 
     async def finish_cell(self, cell: str) -> None:

@@ -42,6 +42,7 @@ class _Cell:
     session: str
     server: str | None
     expires: float
+    cursor: int = 0
     journal: list[JournalEntry] = attrs.Factory(list)
     events: list[str] = attrs.Factory(list)
     changed: trio.Event = attrs.Factory(trio.Event)
@@ -86,6 +87,10 @@ class MemoryStore:
     @property
     def name(self) -> str:
         return "memory://"
+
+    @property
+    def heartbeat_ttl(self) -> float:
+        return self._heartbeat_ttl
 
     def __repr__(self) -> str:
         return f"MemoryStore(sessions={len(self._sessions)}, cells={len(self._cells)})"
@@ -191,7 +196,17 @@ class MemoryStore:
     async def cell(self, cell: str) -> CellRecord | None:
         await trio.lowlevel.checkpoint()
         found = self._cell(cell)
-        return CellRecord(found.handle, found.session, found.server) if found else None
+        if found is None:
+            return None
+        return CellRecord(found.handle, found.session, found.server, found.cursor)
+
+    async def set_cursor(self, cell: str, offset: int) -> bool:
+        await trio.lowlevel.checkpoint()
+        found = self._cell(cell)
+        if found is None:
+            return False
+        found.cursor = max(0, offset)
+        return True
 
     async def finish_cell(self, cell: str) -> None:
         await trio.lowlevel.checkpoint()

@@ -33,7 +33,17 @@ from .interface import (
     StoreError,
     StoreUnavailable,
 )
-from .scripts import APPEND_EVENT, APPEND_JOURNAL, CLAIM, DEAD, FINISH, SAVE, SEND, TOUCH
+from .scripts import (
+    APPEND_EVENT,
+    APPEND_JOURNAL,
+    CLAIM,
+    DEAD,
+    FINISH,
+    SAVE,
+    SEND,
+    SET_CURSOR,
+    TOUCH,
+)
 from .url import StoreConfig
 
 __all__ = ["DEFAULT_OPERATION_TIMEOUT", "RedisStore", "open_redis_store"]
@@ -74,12 +84,17 @@ class RedisStore:
                 "journal": APPEND_JOURNAL,
                 "event": APPEND_EVENT,
                 "send": SEND,
+                "cursor": SET_CURSOR,
             }.items()
         }
 
     @property
     def name(self) -> str:
         return self._config.display
+
+    @property
+    def heartbeat_ttl(self) -> float:
+        return self._heartbeat_ms / 1000
 
     def __repr__(self) -> str:
         return f"RedisStore({self._config.display!r})"
@@ -159,7 +174,13 @@ class RedisStore:
             fields = await self._client.hgetall(_key("c", cell))
         if "session" not in fields:
             return None
-        return CellRecord(cell, fields["session"], fields.get("server") or None)
+        cursor = int(fields.get("cursor") or 0)
+        return CellRecord(cell, fields["session"], fields.get("server") or None, cursor)
+
+    async def set_cursor(self, cell: str, offset: int) -> bool:
+        if not is_handle(cell):
+            return False
+        return bool(await self._script("cursor", [_key("c", cell)], [max(0, offset)]))
 
     async def finish_cell(self, cell: str) -> None:
         if is_handle(cell):

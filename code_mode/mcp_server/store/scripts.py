@@ -10,7 +10,17 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["APPEND_EVENT", "APPEND_JOURNAL", "CLAIM", "DEAD", "FINISH", "SAVE", "SEND", "TOUCH"]
+__all__ = [
+    "APPEND_EVENT",
+    "APPEND_JOURNAL",
+    "CLAIM",
+    "DEAD",
+    "FINISH",
+    "SAVE",
+    "SEND",
+    "SET_CURSOR",
+    "TOUCH",
+]
 
 _REFRESH: Final = """
 local function refresh(ttl, ...)
@@ -122,3 +132,9 @@ if ttl > 0 then redis.call('PEXPIRE', queue, ttl) end
 return 1
 """
 """KEYS: the cell; ARGV: prefix, 'command:cell' -> 1 when queued for its server."""
+
+SET_CURSOR: Final = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'cursor', ARGV[1])
+return 1
+"""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -11,22 +10,9 @@ import pytest
 
 from code_mode.mcp_server.store import Store, open_store
 
-from .redis_server import MISSING_REDIS, RedisServer
+from .redis_server import RedisServer
 
 StoreFactory = Callable[..., AbstractAsyncContextManager[Store]]
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    """A fresh redis-server with a password, stopped after the test."""
-    if shutil.which("redis-server") is None:
-        pytest.skip(MISSING_REDIS)
-    server = RedisServer(tmp_path, password="s3cret-Pw")
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(params=["memory", "redis"])

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -73,3 +74,12 @@ class RedisServer:
             self._process.terminate()
             self._process.wait(timeout=_START_TIMEOUT)
             self._process = None
+
+    def pause(self) -> None:
+        """Stop answering (SIGSTOP), data kept: an outage that :meth:`resume` ends."""
+        assert self._process is not None
+        self._process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self._process is not None
+        self._process.send_signal(signal.SIGCONT)

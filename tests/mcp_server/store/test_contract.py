@@ -188,3 +188,17 @@ async def test_commands_reach_the_running_server(make_store: StoreFactory) -> No
         assert got == [Delivered(mine, "terminate")]
         assert await store.receive_commands("server-b") == [Delivered(theirs, "terminate")]
         assert await store.receive_commands("server-a", timeout=0.05) == []
+
+
+async def test_the_cursor_is_kept_with_the_cell(make_store: StoreFactory) -> None:
+    async with make_store() as store:
+        session = await store.new_session()
+        cell = await store.register_cell(session, "a")
+        assert (await store.cell(cell)) == CellRecord(cell, session, "a", 0)
+        assert await store.set_cursor(cell, 3)
+        assert (await store.cell(cell)) == CellRecord(cell, session, "a", 3)
+        await store.finish_cell(cell)
+        assert (await store.cell(cell)) == CellRecord(cell, session, None, 3)
+        assert not await store.set_cursor(new_handle(), 1)
+        await store.drop_cell(cell)
+        assert not await store.set_cursor(cell, 4)

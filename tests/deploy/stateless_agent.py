@@ -1,0 +1,128 @@
+"""An MCP client as an agent uses code mode over the stateless revision: the SDK's
+default ``mcp.Client(url)``, programs that yield and are resumed with ``wait`` (each
+request may land on any server), a counter kept in the session's stored values, every
+result checked to the last item.
+
+The program reports the server process running it (``tools.whoami()``); a program
+whose server died ends ``Script failed`` saying so, and the agent runs it again (its
+stored values are the session's, in the store: the counter carries on)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+import mcp.types as types
+import trio
+from mcp import Client, MCPError
+
+from .agent import PROGRAM, WAIT_MS
+
+LOST = "stopped before the program ended"
+SHUTTING_DOWN = "this server is shutting down"
+CALL_RETRIES = 5  # a call whose server died under it: the balancer answers 502 once
+
+
+def texts(result: types.CallToolResult) -> list[str]:
+    return [block.text for block in result.content if isinstance(block, types.TextContent)]
+
+
+@attrs.define
+class StatelessAgent:
+    name: str
+    url: str
+    steps: int = 3
+    pause_ms: int = 100
+    session: str | None = None
+    count: int = 0  # the stored counter, as the last completed program reported it
+    completed: int = 0
+    pids: list[int] = attrs.Factory(list)  # the server of each completed program
+    lost: list[int] = attrs.Factory(list)  # the server of each program lost with it
+    refused: int = 0  # execs a draining server refused (nothing started)
+    retried: list[str] = attrs.Factory(list)  # calls whose answer never came
+    wrong: list[str] = attrs.Factory(list)
+    requests: int = 0
+    latencies: list[float] = attrs.Factory(list)
+    spans: list[int] = attrs.Factory(list)
+
+    async def run(
+        self, done: Callable[[StatelessAgent], bool], progressed: Callable[[], None]
+    ) -> None:
+        async with Client(self.url) as client:
+            if client.protocol_version != "2026-07-28":
+                self.wrong.append(f"{self.name}: protocol {client.protocol_version}")
+                return
+            while not done(self):
+                if await self._program(client):
+                    progressed()
+
+    async def _call(
+        self, client: Client, name: str, args: dict[str, object]
+    ) -> types.CallToolResult:
+        for attempt in range(CALL_RETRIES):
+            started = trio.current_time()
+            try:
+                return await client.call_tool(name, args)
+            except MCPError as error:
+                self.retried.append(f"{name}: {error}")
+                if attempt == CALL_RETRIES - 1:
+                    raise
+                await trio.sleep(0.5)
+            finally:
+                self.requests += 1
+                self.latencies.append(trio.current_time() - started)
+        raise AssertionError("unreachable")
+
+    async def _program(self, client: Client) -> bool:
+        """One program to its end: ``True`` once it completed (checked)."""
+        label = f"{self.name}-{self.completed + 1}"
+        source = (
+            PROGRAM.replace("STEPS", str(self.steps))
+            .replace("PAUSE", str(self.pause_ms))
+            .replace("NAME", label)
+        )
+        arguments: dict[str, object] = {"code": source}
+        if self.session is not None:
+            arguments["session"] = self.session
+        requests_before = self.requests
+        result = await self._call(client, "exec", arguments)
+        first = texts(result)
+        if result.is_error and first and first[0].startswith(SHUTTING_DOWN):
+            self.refused += 1
+            return False
+        items: list[str] = []
+        while True:
+            header, *rest = texts(result)
+            session = (result.structured_content or {}).get("session")
+            if not rest or rest[0] != f"Session: {session}" or session is None:
+                self.wrong.append(f"{label}: no session line: {[header, *rest][:3]!r}")
+                return False
+            if self.session is None:
+                self.session = session
+            elif session != self.session:
+                self.wrong.append(f"{label}: session {session}, expected {self.session}")
+            items.extend(rest[1:])
+            if not header.startswith("Script running with cell ID "):
+                break
+            cell = header.split("\n")[0].removeprefix("Script running with cell ID ")
+            args: dict[str, object] = {"cell_id": cell, "yield_time_ms": WAIT_MS}
+            result = await self._call(client, "wait", args)
+        pid = items[0] if items else "?"
+        if header.startswith("Script failed") and items and LOST in items[-1]:
+            self.lost.append(int(pid) if pid.isdigit() else 0)
+            return False  # run again: the counter is the session's, in the store
+        # The counter: one more than the last completed program's, or two when the
+        # program before was lost after its values were saved and before its end.
+        done = items[-1] if items else ""
+        expected = [pid, *(f"{label} step {step}" for step in range(self.steps))]
+        counts = [self.count + 1, self.count + 2] if self.lost else [self.count + 1]
+        if not header.startswith("Script completed") or not any(
+            items == [*expected, f"{label} done {count}"] for count in counts
+        ):
+            self.wrong.append(f"{label}: {header.splitlines()[0]!r} {items!r}")
+            return False
+        self.count = int(done.rsplit(" ", 1)[-1])
+        self.pids.append(int(pid))
+        self.spans.append(self.requests - requests_before)
+        self.completed += 1
+        return True

@@ -1,0 +1,167 @@
+"""Several stateless servers sharing one real Redis: any server answers any call.
+
+Three servers run in this test process, each with its own store client on the same
+redis-server; each client call goes to the server a test names, so that a ``wait``
+lands on another server than its ``exec``, as behind a round-robin balancer."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+
+import mcp.types as types
+import trio
+from mcp import Client
+
+from code_mode.mcp_server import CodeModeMcpServer
+from code_mode.mcp_server.store import open_store
+
+from .http_support import GATES, gate, http_server, texts
+from .store.redis_server import RedisServer
+
+SAFETY = 60
+RUNNING = re.compile(r"Script running with cell ID (\S+)\n")
+
+
+@asynccontextmanager
+async def servers(url: str, count: int, heartbeat_ttl: float = 15.0) -> AsyncIterator[list[Client]]:
+    """``count`` servers on the store at ``url``, a default client for each."""
+    async with AsyncExitStack() as stack:
+        clients = []
+        for _ in range(count):
+            store = await stack.enter_async_context(
+                open_store(url, session_ttl=600, heartbeat_ttl=heartbeat_ttl)
+            )
+            server = CodeModeMcpServer(tools=[gate], store=store)
+            endpoint = await stack.enter_async_context(http_server(server))
+            clients.append(await stack.enter_async_context(Client(endpoint)))
+        yield clients
+
+
+def session_of(result: types.CallToolResult) -> str:
+    assert result.structured_content is not None, texts(result)
+    session = result.structured_content["session"]
+    assert texts(result)[1] == f"Session: {session}"
+    return str(session)
+
+
+async def test_wait_and_stored_values_on_other_servers(redis_server: RedisServer) -> None:
+    with trio.fail_after(SAFETY):
+        async with servers(redis_server.url, 3) as (a, b, c):
+            first = await a.call_tool("exec", {"code": 'store("n", 1); text("a")'})
+            session = session_of(first)
+            # Stored values read back on another server, changed there, read on a third.
+            second = await b.call_tool(
+                "exec",
+                {"code": 'store("n", load("n") + 1); text(String(load("n")))', "session": session},
+            )
+            assert texts(second)[2:] == ["2"]
+            third = await c.call_tool(
+                "exec", {"code": 'text(String(load("n")))', "session": session}
+            )
+            assert texts(third)[2:] == ["2"]
+
+            # A yielding program started on a; its waits land on b and c.
+            GATES["shared"] = trio.Event()
+            started = await a.call_tool(
+                "exec",
+                {
+                    "code": '// @exec: {"yield_time_ms": 50}\n'
+                    'text("one"); await tools.gate({name: "shared"}); text("two"); '
+                    'store("n", 3); image("data:image/png;base64,iVBORw0KGgo=")',
+                    "session": session,
+                },
+            )
+            running = RUNNING.match(texts(started)[0])
+            assert running is not None, texts(started)
+            cell = running.group(1)
+            assert texts(started)[2:] == ["one"]
+            quiet = await b.call_tool("wait", {"cell_id": cell, "yield_time_ms": 100})
+            assert texts(quiet)[0].startswith(f"Script running with cell ID {cell}\n")
+            assert session_of(quiet) == session
+            assert texts(quiet)[2:] == []  # nothing new since the exec's result
+            GATES["shared"].set()
+            done = await c.call_tool("wait", {"cell_id": cell, "yield_time_ms": 10_000})
+            assert texts(done)[0].startswith("Script completed\n"), texts(done)
+            assert texts(done)[2:] == ["two"]
+            assert [block.type for block in done.content] == ["text", "text", "text", "image"]
+            assert session_of(done) == session
+            # The stored value the program wrote is the session's, on every server.
+            read = await b.call_tool(
+                "exec", {"code": 'text(String(load("n")))', "session": session}
+            )
+            assert texts(read)[2:] == ["3"]
+            # The handle is spent everywhere.
+            for client in (a, b, c):
+                spent = await client.call_tool("wait", {"cell_id": cell})
+                assert spent.is_error and f"exec cell {cell} not found" in texts(spent)[-1]
+
+
+async def test_terminate_reaches_the_running_server(redis_server: RedisServer) -> None:
+    with trio.fail_after(SAFETY):
+        async with servers(redis_server.url, 2) as (a, b):
+            started = await a.call_tool(
+                "exec",
+                {"code": '// @exec: {"yield_time_ms": 50}\ntext("spin"); while (true) {}'},
+            )
+            running = RUNNING.match(texts(started)[0])
+            assert running is not None, texts(started)
+            stopped = await b.call_tool("wait", {"cell_id": running.group(1), "terminate": True})
+            assert texts(stopped)[0].startswith("Script terminated\n"), texts(stopped)
+
+
+async def test_the_cells_of_a_server_that_stopped_fail_clearly(redis_server: RedisServer) -> None:
+    with trio.fail_after(SAFETY):
+        async with (
+            open_store(redis_server.url, session_ttl=600, heartbeat_ttl=0.6) as store,
+            servers(redis_server.url, 1, heartbeat_ttl=0.6) as (b,),
+        ):
+            # A server that registered a cell, then stopped heartbeating (as a
+            # SIGKILLed one does): another server claims the cell and ends it.
+            first = await b.call_tool("exec", {"code": 'store("kept", 7)'})
+            session = session_of(first)
+            await store.heartbeat("ghost")
+            cell = await store.register_cell(session, "ghost")
+            await store.append_event(cell, '{"output": [{"text": "half"}]}')
+            lost = await b.call_tool("wait", {"cell_id": cell, "yield_time_ms": 10_000})
+            assert texts(lost)[0].startswith("Script failed\n"), texts(lost)
+            assert texts(lost)[2] == "half"
+            assert "stopped before the program ended" in texts(lost)[-1]
+            assert session_of(lost) == session
+            kept = await b.call_tool(
+                "exec", {"code": 'text(String(load("kept")))', "session": session}
+            )
+            assert texts(kept)[2:] == ["7"]
+
+
+async def test_a_store_outage_fails_calls_clearly_and_cells_catch_up(
+    redis_server: RedisServer,
+) -> None:
+    GATES["outage"] = trio.Event()
+    with trio.fail_after(SAFETY):
+        async with servers(redis_server.url, 1) as (a,):
+            started = await a.call_tool(
+                "exec",
+                {
+                    "code": '// @exec: {"yield_time_ms": 50}\n'
+                    'text("before"); await tools.gate({name: "outage"}); text("after")'
+                },
+            )
+            running = RUNNING.match(texts(started)[0])
+            assert running is not None, texts(started)
+            redis_server.pause()
+            try:
+                failed = await a.call_tool("wait", {"cell_id": running.group(1)})
+                assert failed.is_error
+                (message,) = texts(failed)
+                assert message.startswith("code mode could not reach its store: the store redis://")
+                assert "did not answer" in message and "s3cret-Pw" not in message
+                GATES["outage"].set()  # the program ends while the store is away
+                await trio.sleep(0.5)
+            finally:
+                redis_server.resume()
+            # Back: the server is alive and the cell's end caught up in the store.
+            done = await a.call_tool("wait", {"cell_id": running.group(1), "yield_time_ms": 20_000})
+            assert texts(done)[0].startswith("Script completed\n"), texts(done)
+            assert texts(done)[2:] == ["after"]
