@@ -22,6 +22,7 @@ import json
 import logging
 import random
 import re
+from collections import deque
 from typing import Any, Protocol
 
 import trio
@@ -49,6 +50,7 @@ from ._bridge import (
     ProtocolViolation,
     dumps,
 )
+from ._decode import INLINE_BATCH_CHARS
 from ._module_source import module_source
 from ._syntax_error import syntax_error_text
 from .journal import Journal
@@ -70,7 +72,41 @@ DRAIN_TIMEOUT = 0.05
 #: on dying workers is not resumed forever.
 MAX_REPLAYS = 3
 
+#: Characters of batches one isolate may have waiting while an earlier one is decoded
+#: on a thread, in multiples of ``RuntimeConfig.max_message_chars``: an isolate sends
+#: faster than the host decodes only when its batches are built to be slow to decode.
+MAX_BACKLOG_MESSAGES = 4
+
+#: Batches decoded on threads at once, in a whole trio run: decoding holds the GIL
+#: most of the time, so more threads would not decode faster.
+DECODING_THREADS = 2
+
+_DECODERS: trio.lowlevel.RunVar[trio.CapacityLimiter] = trio.lowlevel.RunVar("code_mode_decoders")
+
 logger = logging.getLogger("code_mode.engine")
+
+
+def _decoders() -> trio.CapacityLimiter:
+    try:
+        return _DECODERS.get()
+    except LookupError:
+        limiter = trio.CapacityLimiter(DECODING_THREADS)
+        _DECODERS.set(limiter)
+        return limiter
+
+
+def _parse(
+    validator: MessageValidator, text: str
+) -> tuple[list[EngineEvent], ProtocolViolation | None]:
+    """A batch's events, and the violation that cut it short if any: of a batch with a
+    bad message in it, only the output before that message counts (the program printed
+    it, and output has no effect on the host). Nothing else of the batch is acted on (a
+    forged tool call beside a valid one must not run). Runs on a thread for a large
+    batch."""
+    try:
+        return validator.parse_batch(text), None
+    except ProtocolViolation as error:
+        return [event for event in error.events_before if isinstance(event, Output)], error
 
 
 def isolate_limits(config: RuntimeConfig) -> IsolateLimits:
@@ -165,6 +201,10 @@ class Isolate:
         self._failed = False
         self._closed = False
         self._source = ""
+        # Reports waiting behind a batch decoded on a thread, in the order they came:
+        # ("batch", text), ("task", tag, outcome, detail), ("crash", message).
+        self._backlog: deque[tuple[Any, ...]] = deque()
+        self._backlog_chars = 0
 
     # -- lifecycle ----------------------------------------------------------------
 
@@ -364,15 +404,95 @@ class Isolate:
     # -- IsolateSink: reports from the isolate (on the trio thread) ----------------
 
     def on_batch(self, text: str | None) -> None:
-        self._on_batch(text)
+        if self._backlog or (
+            text is not None and len(text) > INLINE_BATCH_CHARS and self._nursery is not None
+        ):
+            self._queue_report(("batch", text))
+        else:
+            self._on_batch(text)
 
     def on_task(self, tag: int, outcome: Outcome, detail: str) -> None:
-        self._on_task(tag, outcome, detail)
+        if self._backlog:
+            self._queue_report(("task", tag, outcome, detail))
+        else:
+            self._on_task(tag, outcome, detail)
 
     def evaluating(self) -> bool:
         return bool(self._in_flight or self._quiet_in_flight)
 
     def on_crash(self, message: str) -> None:
+        if self._backlog:
+            self._queue_report(("crash", message))
+        else:
+            self._on_crash(message)
+
+    # -- large batches, decoded on a thread ----------------------------------------
+
+    def _queue_report(self, report: tuple[Any, ...]) -> None:
+        """Keep ``report`` behind the batch being decoded on a thread (reports are acted
+        on in the order they came), within :data:`MAX_BACKLOG_MESSAGES`."""
+        if report[0] == "batch":
+            if not self._wants_batch():
+                return
+            self._backlog_chars += len(report[1] or "")
+            limit = MAX_BACKLOG_MESSAGES * self._config.max_message_chars
+            if self._backlog_chars > limit and not self._failed:
+                # Only reports of tasks and of a crash stay (they keep the isolate's
+                # bookkeeping), and the batch being decoded.
+                kept = [r for i, r in enumerate(self._backlog) if i == 0 or r[0] != "batch"]
+                self._backlog = deque(kept)
+                self._backlog_chars = sum(len(r[1] or "") for r in kept if r[0] == "batch")
+                self._fail(
+                    "exec cell sent messages faster than the host could decode them: more "
+                    f"than {limit} characters waiting ({MAX_BACKLOG_MESSAGES} times "
+                    "RuntimeConfig.max_message_chars)"
+                )
+                return
+        self._backlog.append(report)
+        if len(self._backlog) == 1:
+            assert self._nursery is not None
+            self._nursery.start_soon(self._work_backlog)
+
+    async def _work_backlog(self) -> None:
+        """Act on the backlog's reports in order, decoding each large batch on a thread
+        (see ``_decode.py``) while the trio thread goes on with everything else."""
+        backlog = self._backlog
+        try:
+            while backlog:
+                report = backlog[0]
+                if report[0] == "task":
+                    backlog.popleft()
+                    self._on_task(*report[1:])
+                    continue
+                if report[0] == "crash":
+                    backlog.popleft()
+                    self._on_crash(report[1])
+                    continue
+                text = report[1]
+                validator = self._validator
+                if text is None or len(text) <= INLINE_BATCH_CHARS or validator is None:
+                    backlog.popleft()
+                    self._backlog_chars -= len(text or "")
+                    self._on_batch(text)
+                    continue
+                parsed = None
+                if self._wants_batch():
+                    parsed = await trio.to_thread.run_sync(
+                        _parse, validator, text, limiter=_decoders()
+                    )
+                if backlog and backlog[0] is report:
+                    backlog.popleft()
+                    self._backlog_chars -= len(text)
+                # (A replay replaces the validator: a batch of the dead isolate is moot.)
+                if parsed is not None and validator is self._validator and self._wants_batch():
+                    self._act_on_batch(*parsed)
+        finally:
+            if backlog is self._backlog and backlog:
+                # Cancelled (the session ends): nothing waits for these any more.
+                backlog.clear()
+                self._backlog_chars = 0
+
+    def _on_crash(self, message: str) -> None:
         running = self.evaluating()
         self._in_flight.clear()
         self._quiet_in_flight.clear()
@@ -390,7 +510,9 @@ class Isolate:
 
     def _new_validator(self) -> MessageValidator:
         return MessageValidator(
-            tool_kinds=self._tool_kinds, max_json_depth=self._config.max_json_depth
+            tool_kinds=self._tool_kinds,
+            max_json_depth=self._config.max_json_depth,
+            max_host_bytes=self._config.max_tool_input_bytes,
         )
 
     def _can_replay(self) -> bool:
@@ -465,11 +587,15 @@ class Isolate:
             message,
         )
 
-    def _on_batch(self, text: str | None) -> None:
+    def _wants_batch(self) -> bool:
         if self._closed or self._listener is None:
+            return False
+        # After a failure, only the terminate drain's output is wanted.
+        return not (self._failed and self._drained is None)
+
+    def _on_batch(self, text: str | None) -> None:
+        if not self._wants_batch():
             return
-        if self._failed and self._drained is None:
-            return  # after a failure, only the terminate drain's output is wanted
         assert self._validator is not None
         if text is None:
             self._fail(
@@ -477,16 +603,11 @@ class Isolate:
                 f"{self._config.max_message_chars} characters (RuntimeConfig.max_message_chars)"
             )
             return
-        violation: ProtocolViolation | None = None
-        try:
-            events = self._validator.parse_batch(text)
-        except ProtocolViolation as error:
-            # Of a batch with a bad message in it, only the output before that message
-            # counts: the program printed it, and output has no effect on the host.
-            # Nothing else of the batch is acted on (a forged tool call beside a
-            # valid one must not run).
-            violation = error
-            events = [event for event in error.events_before if isinstance(event, Output)]
+        self._act_on_batch(*_parse(self._validator, text))
+
+    def _act_on_batch(self, events: list[EngineEvent], violation: ProtocolViolation | None) -> None:
+        listener = self._listener
+        assert listener is not None
         journal = self._journal
         for event in events:
             if self._closed:
@@ -509,7 +630,7 @@ class Isolate:
                         "FinalizationRegistry cannot be replayed)"
                     )
                     return
-            self._listener.on_engine_event(event)
+            listener.on_engine_event(event)
         if violation is not None and not self._closed:
             self._fail(f"exec runtime sent an invalid message: {violation}")
 
