@@ -18,7 +18,7 @@ from typing import Any, Final, NoReturn, TypeAlias
 import attrs
 
 from .._types import JSON, Audio, Image, ImageDetail, Text
-from ._decode import INLINE_BATCH_CHARS, TooDeep, TooLarge, decode_bounded, host_bytes
+from ._decode import TooDeep, TooLarge, decode_bounded, decode_inline, host_bytes
 
 _DETAILS: Final = {detail.value: detail for detail in ImageDetail}
 
@@ -242,16 +242,17 @@ class MessageValidator:
         self._next_tool = 1
         self._next_timer = 1
 
-    def parse_batch(self, text: str) -> list[EngineEvent]:
+    def parse_batch(self, text: str, *, inline: bool | None = None) -> list[EngineEvent]:
         """Parse one batch (a JSON array of messages) into events.
 
-        A batch of more than :data:`INLINE_BATCH_CHARS` characters is decoded by
+        A batch that ``decode_inline`` leaves to a thread is decoded by
         :func:`decode_bounded`: stopped at the depth limit (two more levels for the
         batch and its message) and at ``max_host_bytes`` of Python objects beyond its
         strings' characters, without holding the GIL for long, so the isolate runs this
-        on a thread for such a batch (see ``isolate.py``)."""
+        on a thread for such a batch (see ``isolate.py``); ``inline`` is what
+        ``decode_inline`` said, when the caller asked it already."""
         try:
-            if len(text) <= INLINE_BATCH_CHARS:
+            if inline if inline is not None else decode_inline(text):
                 batch = _loads(text)
             else:
                 batch = decode_bounded(

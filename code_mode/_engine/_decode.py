@@ -11,9 +11,9 @@ every few milliseconds (``sys.getswitchinterval()``); it walks without recursion
 at a depth, and counts what it builds as it goes, stopping at a budget before the
 objects exist. :func:`host_bytes` counts a decoded value the same way.
 
-The isolate decodes small batches (:data:`INLINE_BATCH_CHARS` or fewer characters)
-on the trio thread with the C decoder, where a thread's hop would cost more than the
-decoding, and hands larger ones to this module on a thread (see ``isolate.py``).
+The isolate decodes small batches on the trio thread with the C decoder, where a
+thread's hop would cost more than the decoding (:func:`decode_inline` says which),
+and hands the others to this module on a thread (see ``isolate.py``).
 """
 
 from __future__ import annotations
@@ -28,6 +28,25 @@ from typing import Any, Final
 #: Batches up to this many characters are decoded on the trio thread: the worst shape
 #: (nested empty arrays) takes the C decoder under two milliseconds at this size.
 INLINE_BATCH_CHARS: Final = 8 * 1024
+
+#: Batches up to this many characters are decoded on the trio thread too when they
+#: hold few values (:data:`INLINE_VALUES`): mostly text, which the C decoder copies at
+#: hundreds of megabytes a second. Counting their values takes under a millisecond.
+INLINE_TEXT_CHARS: Final = 256 * 1024
+INLINE_VALUES: Final = 2048
+
+
+def decode_inline(text: str) -> bool:
+    """Whether ``text`` (a batch) is decoded on the trio thread: short, or mostly
+    strings (few brackets and commas, counted at C speed; those inside strings count
+    too, which only errs towards the thread)."""
+    length = len(text)
+    if length <= INLINE_BATCH_CHARS:
+        return True
+    if length > INLINE_TEXT_CHARS:
+        return False
+    return text.count(",") + text.count("[") + text.count("{") <= INLINE_VALUES
+
 
 #: What each value costs on the host, as ``sys.getsizeof`` counts it (CPython 3.11 on
 #: 64 bits), plus the reference that holds it: a list's slot, or a dict's entry.

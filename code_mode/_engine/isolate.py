@@ -50,7 +50,7 @@ from ._bridge import (
     ProtocolViolation,
     dumps,
 )
-from ._decode import INLINE_BATCH_CHARS
+from ._decode import INLINE_BATCH_CHARS, decode_inline
 from ._module_source import module_source
 from ._syntax_error import syntax_error_text
 from .journal import Journal
@@ -96,7 +96,7 @@ def _decoders() -> trio.CapacityLimiter:
 
 
 def _parse(
-    validator: MessageValidator, text: str
+    validator: MessageValidator, text: str, inline: bool | None = None
 ) -> tuple[list[EngineEvent], ProtocolViolation | None]:
     """A batch's events, and the violation that cut it short if any: of a batch with a
     bad message in it, only the output before that message counts (the program printed
@@ -104,7 +104,7 @@ def _parse(
     forged tool call beside a valid one must not run). Runs on a thread for a large
     batch."""
     try:
-        return validator.parse_batch(text), None
+        return validator.parse_batch(text, inline=inline), None
     except ProtocolViolation as error:
         return [event for event in error.events_before if isinstance(event, Output)], error
 
@@ -404,12 +404,12 @@ class Isolate:
     # -- IsolateSink: reports from the isolate (on the trio thread) ----------------
 
     def on_batch(self, text: str | None) -> None:
-        if self._backlog or (
-            text is not None and len(text) > INLINE_BATCH_CHARS and self._nursery is not None
-        ):
+        if self._backlog:
             self._queue_report(("batch", text))
+        elif text is None or self._nursery is None or decode_inline(text):
+            self._on_batch(text, inline=True)
         else:
-            self._on_batch(text)
+            self._queue_report(("batch", text))
 
     def on_task(self, tag: int, outcome: Outcome, detail: str) -> None:
         if self._backlog:
@@ -470,7 +470,7 @@ class Isolate:
                     continue
                 text = report[1]
                 validator = self._validator
-                if text is None or len(text) <= INLINE_BATCH_CHARS or validator is None:
+                if text is None or validator is None or len(text) <= INLINE_BATCH_CHARS:
                     backlog.popleft()
                     self._backlog_chars -= len(text or "")
                     self._on_batch(text)
@@ -478,7 +478,7 @@ class Isolate:
                 parsed = None
                 if self._wants_batch():
                     parsed = await trio.to_thread.run_sync(
-                        _parse, validator, text, limiter=_decoders()
+                        _parse, validator, text, None, limiter=_decoders()
                     )
                 if backlog and backlog[0] is report:
                     backlog.popleft()
@@ -593,7 +593,7 @@ class Isolate:
         # After a failure, only the terminate drain's output is wanted.
         return not (self._failed and self._drained is None)
 
-    def _on_batch(self, text: str | None) -> None:
+    def _on_batch(self, text: str | None, *, inline: bool | None = None) -> None:
         if not self._wants_batch():
             return
         assert self._validator is not None
@@ -603,7 +603,7 @@ class Isolate:
                 f"{self._config.max_message_chars} characters (RuntimeConfig.max_message_chars)"
             )
             return
-        self._act_on_batch(*_parse(self._validator, text))
+        self._act_on_batch(*_parse(self._validator, text, inline))
 
     def _act_on_batch(self, events: list[EngineEvent], violation: ProtocolViolation | None) -> None:
         listener = self._listener
