@@ -43,7 +43,13 @@ import trio
 
 from .._config import RuntimeConfig
 from .._delegate import SessionRuntimeDelegate, describe_exception
-from .._engine import ToolCallRequested, dumps, json_depth_exceeds
+from .._engine import (
+    INLINE_BATCH_CHARS,
+    ToolCallRequested,
+    dumps,
+    json_depth_exceeds,
+    text_depth_exceeds,
+)
 from .._types import CellId, NestedToolCall, ToolDefinition
 from .stepping import ResultSink
 
@@ -225,7 +231,10 @@ class CellCallbacks:
             return
         value_json = ""
         if ok:
-            value_json, problem = self._encode_tool_result(value)
+            value_json, problem = await self._encode_tool_result(value)
+            isolate = self._results_to()  # (a large result is checked on a thread)
+            if isolate is None:
+                return
             if problem is not None:
                 ok, message = False, f"tool `{call.tool_name.display()}` {problem}"
         if ok:
@@ -233,18 +242,24 @@ class CellCallbacks:
         else:
             isolate.send_tool_error(call.runtime_tool_call_id, message)
 
-    def _encode_tool_result(self, value: Any) -> tuple[str, str | None]:
-        """The result as JSON text, or a problem that rejects the call instead."""
+    async def _encode_tool_result(self, value: Any) -> tuple[str, str | None]:
+        """The result as JSON text, or a problem that rejects the call instead. A large
+        result's depth is checked on its text, on a thread: walking its objects on the
+        trio thread would stall it (a second for 200 000 arrays)."""
         too_deep = (
             f"returned JSON nested deeper than the limit of {self._config.max_json_depth} "
             "(RuntimeConfig.max_json_depth)"
         )
         try:
             text = dumps(value)
-            if isinstance(value, dict | list) and json_depth_exceeds(
-                value, self._config.max_json_depth
-            ):
-                return "", too_deep
+            if isinstance(value, dict | list):
+                limit = self._config.max_json_depth
+                if len(text) > INLINE_BATCH_CHARS:
+                    too_deep_text = await trio.to_thread.run_sync(text_depth_exceeds, text, limit)
+                else:
+                    too_deep_text = json_depth_exceeds(value, limit)
+                if too_deep_text:
+                    return "", too_deep
         except RecursionError:
             return "", too_deep
         except Exception as error:

@@ -234,6 +234,7 @@ class MessageValidator:
         max_host_bytes: int = 16 * 1024 * 1024,
     ) -> None:
         self._max_host_bytes = max_host_bytes
+        self._checked_depth = False  # the batch being parsed was decoded by decode_bounded
         self._tool_kinds = dict(tool_kinds) if tool_kinds is not None else {}
         self._tool_idents = tool_idents | frozenset(self._tool_kinds)
         self._max_json_depth = max_json_depth
@@ -252,12 +253,18 @@ class MessageValidator:
         on a thread for such a batch (see ``isolate.py``); ``inline`` is what
         ``decode_inline`` said, when the caller asked it already."""
         try:
-            if inline if inline is not None else decode_inline(text):
+            self._checked_depth = not (inline if inline is not None else decode_inline(text))
+            if not self._checked_depth:
                 batch = _loads(text)
             else:
-                batch = decode_bounded(
-                    text, max_depth=self._max_json_depth + 2, max_bytes=self._max_host_bytes
-                )
+                # Checked first, then built: nothing is built of a batch over its budget.
+                for build in (False, True):
+                    batch = decode_bounded(
+                        text,
+                        max_depth=self._max_json_depth + 2,
+                        max_bytes=self._max_host_bytes,
+                        build=build,
+                    )
         except (RecursionError, TooDeep):
             raise ProtocolViolation(self._too_deep("a message")) from None
         except TooLarge:
@@ -360,7 +367,8 @@ class MessageValidator:
             raise ProtocolViolation(f"tool `{ident}` input must be a string")
         if has_input and not isinstance(value, dict | str):
             raise ProtocolViolation(f"tool `{ident}` input must be a JSON object or a string")
-        if json_depth_exceeds(value, self._max_json_depth):
+        # (A message's input is two levels down in its batch: decode_bounded checked it.)
+        if not self._checked_depth and json_depth_exceeds(value, self._max_json_depth):
             raise ProtocolViolation(self._too_deep(f"tool `{ident}` input"))
         return ToolCallRequested(call_id, ident, value, has_input, host_bytes(value))
 

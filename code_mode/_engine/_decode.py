@@ -61,6 +61,11 @@ _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _NUMBER: Final = scanner.NUMBER_RE
 
 
+#: What stands for a container while only checking (``build=False``).
+_LIST: Final = object()
+_DICT: Final = object()
+
+
 class TooDeep(ValueError):
     """The text nests deeper than the depth it was allowed."""
 
@@ -81,13 +86,16 @@ def _finite(text: str) -> float:
     return value
 
 
-def decode_bounded(text: str, *, max_depth: int, max_bytes: int) -> Any:
+def decode_bounded(text: str, *, max_depth: int, max_bytes: int, build: bool = True) -> Any:
     """``text`` decoded as strict JSON (no ``NaN``, no infinities), nesting at most
     ``max_depth`` arrays and objects deep, and taking at most ``max_bytes`` on the host
     beyond its strings' characters (those are bounded by the text's length itself: each
     string's header counts, its characters do not).
 
     Raises :class:`TooDeep`, :class:`TooLarge`, or ``ValueError`` for malformed text.
+    With ``build`` false, only checks (and returns ``None``): no container is made, so
+    a text over its budget is refused before it costs the host anything, not even the
+    cyclic garbage collector's passes over what it built so far.
     """
     skip: Any = _WHITESPACE.match  # (never None: the pattern matches the empty string)
     number = _NUMBER.match
@@ -108,18 +116,18 @@ def decode_bounded(text: str, *, max_depth: int, max_bytes: int) -> Any:
             if char == "[":
                 cost += LIST_BYTES
                 if text.startswith("]", index):
-                    value, index = [], index + 1
+                    value, index = [] if build else None, index + 1
                 else:
-                    stack.append([[], None])
+                    stack.append([[] if build else _LIST, None])
                     continue
             else:
                 cost += DICT_BYTES
                 if text.startswith("}", index):
-                    value, index = {}, index + 1
+                    value, index = {} if build else None, index + 1
                 else:
                     key, index = _key(text, index, memo, skip)
                     cost += STRING_HEADER_BYTES
-                    stack.append([{}, key])
+                    stack.append([{} if build else _DICT, key])
                     continue
         elif char == '"':
             value, index = scanstring(text, index + 1, True)
@@ -157,8 +165,14 @@ def decode_bounded(text: str, *, max_depth: int, max_bytes: int) -> Any:
                 container.append(value)
                 cost += LIST_ITEM_BYTES
                 closer = "]"
-            else:
+            elif type(container) is dict:
                 container[frame[1]] = value
+                cost += DICT_ITEM_BYTES
+                closer = "}"
+            elif container is _LIST:
+                cost += LIST_ITEM_BYTES
+                closer = "]"
+            else:
                 cost += DICT_ITEM_BYTES
                 closer = "}"
             index = skip(text, index).end()
@@ -173,7 +187,7 @@ def decode_bounded(text: str, *, max_depth: int, max_bytes: int) -> Any:
                 raise ValueError(f"expecting ',' or {closer!r} at character {index}")
             index += 1
             stack.pop()
-            value = container
+            value = container if build else None
 
 
 def _key(text: str, index: int, memo: dict[str, str], skip: Any) -> tuple[str, int]:
@@ -186,6 +200,16 @@ def _key(text: str, index: int, memo: dict[str, str], skip: Any) -> tuple[str, i
     if not text.startswith(":", index):
         raise ValueError(f"expecting ':' at character {index}")
     return key, skip(text, index + 1).end()
+
+
+def text_depth_exceeds(text: str, limit: int) -> bool:
+    """Whether the JSON ``text`` nests deeper than ``limit`` (checked as
+    :func:`decode_bounded` checks, building nothing: fit for a thread)."""
+    try:
+        decode_bounded(text, max_depth=limit, max_bytes=sys.maxsize, build=False)
+    except TooDeep:
+        return True
+    return False
 
 
 def host_bytes(value: Any) -> int:
