@@ -10,7 +10,7 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from code_mode import CellId, Completed, SessionRuntime, Text, Yielded, YieldAfter
+from code_mode import CellId, Completed, SessionRuntime, Text, YieldAfter, Yielded
 
 from ..helpers import SAFETY, GateDelegate, config, request
 
