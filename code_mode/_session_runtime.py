@@ -11,9 +11,10 @@ State:
   ``trio.Lock`` (ordering of admissions and shutdown relies on its fairness);
 * a live count of registry entries that ``shutdown`` waits on;
 * the session's stored values, merged from each completing cell: kept as the JSON text
-  the runtime's ``store`` wrote, never parsed on the host, with the JSON of the whole
-  map ready for the next cell's start command (so neither a start nor a commit costs
-  more than a copy of text, whatever the values hold);
+  the runtime's ``store`` wrote, never parsed on the host, each encoded once as a member
+  of the JSON of the whole map, which is kept ready for the next cell's start command
+  (so neither a start nor a commit costs more than a copy of text, whatever the values
+  hold, and a commit encodes only what it writes);
 * one :class:`_Phase`: *new*, *open*, *rejecting* (no new ``execute`` may start; from
   the moment a shutdown begins) and *closed* (set under the lock, so an ``execute`` that
   queued on the lock before a ``shutdown`` is still admitted: a caller that asked first
@@ -144,7 +145,9 @@ class SessionRuntime:
         self._registry_lock = trio.Lock()
         self._cell_count = 0
         self._count_changed = trio.Event()
-        self._stored: dict[str, str] = {}  # key -> JSON text
+        # key -> `"key":"<JSON text, as a JSON string>"`, the member of `_stored_json`:
+        # each value encoded once, when it is written, never again at a later commit.
+        self._stored_members: dict[str, str] = {}
         self._stored_units: dict[str, int] = {}  # key -> UTF-16 units of key and text
         self._stored_json = "{}"  # JSON of `_stored`, as the start command carries it
         self._ids = itertools.count(1)
@@ -375,16 +378,19 @@ class SessionRuntime:
         size = sum(units.values()) + sum(
             count for key, count in self._stored_units.items() if key not in writes
         )
-        entries = len(self._stored.keys() | writes.keys())
+        entries = len(self._stored_units.keys() | writes.keys())
         if entries > self._config.max_stored_entries or size > self._config.max_stored_chars:
             return (
                 "code mode session storage exceeds its limit of "
                 f"{self._config.max_stored_entries} entries or "
                 f"{self._config.max_stored_chars} serialized bytes"
             )
-        self._stored.update(writes)
+        for key, text in writes.items():
+            self._stored_members[key] = (
+                json.dumps(key, ensure_ascii=False) + ":" + json.dumps(text, ensure_ascii=False)
+            )
         self._stored_units.update(units)
-        self._stored_json = json.dumps(self._stored, ensure_ascii=False)
+        self._stored_json = "{" + ",".join(self._stored_members.values()) + "}"
         return None
 
     def _forget_cell(self, cell_id: CellId) -> None:

@@ -158,7 +158,7 @@ def decode_bounded(text: str, *, max_depth: int, max_bytes: int, build: bool = T
             if not stack:
                 if skip(text, index).end() != end:
                     raise ValueError(f"extra data at character {index}")
-                return value
+                return value if build else None
             frame = stack[-1]
             container = frame[0]
             if type(container) is list:
