@@ -226,17 +226,16 @@ class CellCallbacks:
             # Cancelled (the runner's scope) goes on to the runner: no outcome to send.
             self._tool_input_bytes -= self._tool_calls.pop(call.runtime_tool_call_id, 0)
             self._finished()
+        value_json = ""
+        if ok:
+            # (A large result is checked on a thread: where the outcome goes is asked
+            # only after, once, since asking counts as the frontier moving.)
+            value_json, problem = await self._encode_tool_result(value)
+            if problem is not None:
+                ok, message = False, f"tool `{call.tool_name.display()}` {problem}"
         isolate = self._results_to()
         if isolate is None:
             return
-        value_json = ""
-        if ok:
-            value_json, problem = await self._encode_tool_result(value)
-            isolate = self._results_to()  # (a large result is checked on a thread)
-            if isolate is None:
-                return
-            if problem is not None:
-                ok, message = False, f"tool `{call.tool_name.display()}` {problem}"
         if ok:
             isolate.send_tool_result(call.runtime_tool_call_id, value_json)
         else:
