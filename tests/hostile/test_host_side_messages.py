@@ -18,7 +18,7 @@ import json
 import attrs
 import pytest
 
-from ..native_child import cpu_description, run_child
+from ..native_child import TREE_RSS, cpu_description, run_child
 
 MiB = 1024 * 1024
 LIMIT = 128 * MiB
@@ -86,31 +86,17 @@ CASES = [
     ),
 ]
 
-SCENARIO = """
+SCENARIO = (
+    """
 import json, os, threading, time
 from code_mode import (
     Completed, ExecuteRequest, SessionRuntime, ToolDefinition, ToolKind, ToolName, Yielded,
     YieldAfter,
 )
 
-def tree_rss(host_only=False):
-    total, todo, seen = 0, [os.getpid()], set()
-    while todo:
-        pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
-        try:
-            with open(f"/proc/{pid}/statm") as f:
-                total += int(f.read().split()[1]) * 4096
-            if host_only:
-                break
-            for task in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{task}/children") as c:
-                    todo.extend(int(x) for x in c.read().split())
-        except OSError:
-            pass
-    return total
+"""
+    + TREE_RSS
+    + """
 
 ECHO = ToolDefinition(
     name="echo", tool_name=ToolName("echo"), description="echo", kind=ToolKind.FUNCTION
@@ -190,6 +176,7 @@ async def main():
             "seconds": elapsed,
         }), flush=True)
 """
+)
 
 
 def run_case(isolation: str, case: Case) -> dict[str, object]:
