@@ -183,7 +183,9 @@ class BlockingWorkers:
                     token.run_sync_soon(done.set)
 
         worker.post(job)
-        with trio.move_on_after(seconds):
+        # Not cancellable, like run(): a caller being cancelled (an engine closing at
+        # the end of its run) still waits, up to `seconds`.
+        with trio.CancelScope(shield=True), trio.move_on_after(seconds):
             await done.wait()
         self._busy.discard(worker)
         if not done.is_set():
