@@ -41,6 +41,7 @@ from .._v8 import (
     Outcome,
 )
 from ._backend import IsolateHandle, IsolateSource
+from ._backlog import ReportBacklog, parse_batch
 from ._bridge import (
     ClockRead,
     EngineEvent,
@@ -50,7 +51,7 @@ from ._bridge import (
     ProtocolViolation,
     dumps,
 )
-from ._decode import INLINE_BATCH_CHARS, decode_inline
+from ._decode import decode_inline
 from ._module_source import module_source
 from ._syntax_error import syntax_error_text
 from .journal import Journal
@@ -72,41 +73,7 @@ DRAIN_TIMEOUT = 0.05
 #: on dying workers is not resumed forever.
 MAX_REPLAYS = 3
 
-#: Characters of batches one isolate may have waiting while an earlier one is decoded
-#: on a thread, in multiples of ``RuntimeConfig.max_message_chars``: an isolate sends
-#: faster than the host decodes only when its batches are built to be slow to decode.
-MAX_BACKLOG_MESSAGES = 4
-
-#: Batches decoded on threads at once, in a whole trio run: decoding holds the GIL
-#: most of the time, so more threads would not decode faster.
-DECODING_THREADS = 2
-
-_DECODERS: trio.lowlevel.RunVar[trio.CapacityLimiter] = trio.lowlevel.RunVar("code_mode_decoders")
-
 logger = logging.getLogger("code_mode.engine")
-
-
-def _decoders() -> trio.CapacityLimiter:
-    try:
-        return _DECODERS.get()
-    except LookupError:
-        limiter = trio.CapacityLimiter(DECODING_THREADS)
-        _DECODERS.set(limiter)
-        return limiter
-
-
-def _parse(
-    validator: MessageValidator, text: str, inline: bool | None = None
-) -> tuple[list[EngineEvent], ProtocolViolation | None]:
-    """A batch's events, and the violation that cut it short if any: of a batch with a
-    bad message in it, only the output before that message counts (the program printed
-    it, and output has no effect on the host). Nothing else of the batch is acted on (a
-    forged tool call beside a valid one must not run). Runs on a thread for a large
-    batch."""
-    try:
-        return validator.parse_batch(text, inline=inline), None
-    except ProtocolViolation as error:
-        return [event for event in error.events_before if isinstance(event, Output)], error
 
 
 def isolate_limits(config: RuntimeConfig) -> IsolateLimits:
@@ -160,7 +127,7 @@ class EngineListener(Protocol):
     def on_engine_failure(self, message: str) -> None: ...
 
 
-class Isolate:
+class Isolate(ReportBacklog):
     """One V8 isolate running one program, seen from trio."""
 
     def __init__(
@@ -426,72 +393,6 @@ class Isolate:
         else:
             self._on_crash(message)
 
-    # -- large batches, decoded on a thread ----------------------------------------
-
-    def _queue_report(self, report: tuple[Any, ...]) -> None:
-        """Keep ``report`` behind the batch being decoded on a thread (reports are acted
-        on in the order they came), within :data:`MAX_BACKLOG_MESSAGES`."""
-        if report[0] == "batch":
-            if not self._wants_batch():
-                return
-            self._backlog_chars += len(report[1] or "")
-            limit = MAX_BACKLOG_MESSAGES * self._config.max_message_chars
-            if self._backlog_chars > limit and not self._failed:
-                # Only reports of tasks and of a crash stay (they keep the isolate's
-                # bookkeeping), and the batch being decoded.
-                kept = [r for i, r in enumerate(self._backlog) if i == 0 or r[0] != "batch"]
-                self._backlog = deque(kept)
-                self._backlog_chars = sum(len(r[1] or "") for r in kept if r[0] == "batch")
-                self._fail(
-                    "exec cell sent messages faster than the host could decode them: more "
-                    f"than {limit} characters waiting ({MAX_BACKLOG_MESSAGES} times "
-                    "RuntimeConfig.max_message_chars)"
-                )
-                return
-        self._backlog.append(report)
-        if len(self._backlog) == 1:
-            assert self._nursery is not None
-            self._nursery.start_soon(self._work_backlog)
-
-    async def _work_backlog(self) -> None:
-        """Act on the backlog's reports in order, decoding each large batch on a thread
-        (see ``_decode.py``) while the trio thread goes on with everything else."""
-        backlog = self._backlog
-        try:
-            while backlog:
-                report = backlog[0]
-                if report[0] == "task":
-                    backlog.popleft()
-                    self._on_task(*report[1:])
-                    continue
-                if report[0] == "crash":
-                    backlog.popleft()
-                    self._on_crash(report[1])
-                    continue
-                text = report[1]
-                validator = self._validator
-                if text is None or validator is None or len(text) <= INLINE_BATCH_CHARS:
-                    backlog.popleft()
-                    self._backlog_chars -= len(text or "")
-                    self._on_batch(text)
-                    continue
-                parsed = None
-                if self._wants_batch():
-                    parsed = await trio.to_thread.run_sync(
-                        _parse, validator, text, None, limiter=_decoders()
-                    )
-                if backlog and backlog[0] is report:
-                    backlog.popleft()
-                    self._backlog_chars -= len(text)
-                # (A replay replaces the validator: a batch of the dead isolate is moot.)
-                if parsed is not None and validator is self._validator and self._wants_batch():
-                    self._act_on_batch(*parsed)
-        finally:
-            if backlog is self._backlog and backlog:
-                # Cancelled (the session ends): nothing waits for these any more.
-                backlog.clear()
-                self._backlog_chars = 0
-
     def _on_crash(self, message: str) -> None:
         running = self.evaluating()
         self._in_flight.clear()
@@ -603,7 +504,7 @@ class Isolate:
                 f"{self._config.max_message_chars} characters (RuntimeConfig.max_message_chars)"
             )
             return
-        self._act_on_batch(*_parse(self._validator, text, inline))
+        self._act_on_batch(*parse_batch(self._validator, text, inline))
 
     def _act_on_batch(self, events: list[EngineEvent], violation: ProtocolViolation | None) -> None:
         listener = self._listener
