@@ -8,6 +8,7 @@ benchmarks do not disturb one another. Times are ``time.perf_counter`` seconds.
 from __future__ import annotations
 
 import itertools
+import json
 import time
 from typing import Any
 
@@ -65,11 +66,34 @@ def isolation_modes() -> list[str]:
     return [default] + [mode for mode in ("process", "thread") if mode != default]
 
 
-def config(isolation: str = DEFAULT_MODE) -> RuntimeConfig:
-    """The benchmark configuration: defaults, except the tool-call limit and the mode."""
+#: Joins a mode and a changed ``RuntimeConfig`` field in a side's name:
+#: ``process+max_journal_chars=0`` (``python -m bench.run --also-with``).
+VARIANT = "+"
+
+
+def variant_side(mode: str, setting: str) -> str:
+    """The side measuring ``mode`` with one ``RuntimeConfig`` field changed
+    (``setting`` is ``FIELD=JSON``); raises ``ValueError`` naming a bad setting."""
+    field, _, value = setting.partition("=")
+    if field not in attrs.fields_dict(RuntimeConfig) or field == "isolation":
+        raise ValueError(f"not a RuntimeConfig field to vary: {field!r}")
+    try:
+        json.loads(value)
+    except json.JSONDecodeError:
+        raise ValueError(f"{setting!r}: the value must be JSON, e.g. {field}=0") from None
+    return f"{mode}{VARIANT}{setting}"
+
+
+def config(side: str = DEFAULT_MODE) -> RuntimeConfig:
+    """The benchmark configuration: defaults, except the tool-call limit, the mode and
+    any fields a variant side changes (:func:`variant_side`)."""
+    isolation, *settings = side.split(VARIANT)
     options: dict[str, Any] = {"max_outstanding_tool_calls": MAX_OUTSTANDING}
     if isolation != DEFAULT_MODE:
         options["isolation"] = isolation
+    for setting in settings:
+        field, _, value = setting.partition("=")
+        options[field] = json.loads(value)
     return RuntimeConfig(**options)
 
 

@@ -6,6 +6,7 @@
     python -m bench.run --no-plots      # no matplotlib needed
     python -m bench.run --only B1,B4    # a subset
     python -m bench.run --isolation thread   # one EngineConfig.isolation mode only
+    python -m bench.run --also-with max_journal_chars=0   # each mode also with a field changed
 
 Every target is a ratio against a baseline measured in the same run with mini-racer
 used directly (see ``bench/raw.py``), except where the issue sets an absolute bound
@@ -49,6 +50,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="all",
         help="RuntimeConfig.isolation mode(s) to measure, comma-separated, or 'all'",
     )
+    parser.add_argument(
+        "--also-with",
+        action="append",
+        default=[],
+        metavar="FIELD=JSON",
+        help="also measure each mode with this RuntimeConfig field changed, as a side"
+        " of its own in the same rounds (e.g. max_journal_chars=0); repeatable",
+    )
     args = parser.parse_args(argv)
     only = [item.strip().upper() for item in args.only.split(",") if item.strip()]
     unknown = sorted(set(only) - set(ALL))
@@ -62,6 +71,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         bad = sorted(set(modes) - set(available))
         if bad:
             parser.error(f"unknown isolation mode(s) {bad}; available: {available}")
+    try:
+        modes += [ours.variant_side(mode, setting) for setting in args.also_with for mode in modes]
+    except ValueError as error:
+        parser.error(str(error))
     sizes = QUICK if args.quick else FULL
 
     def progress(message: str) -> None:

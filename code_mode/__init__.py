@@ -10,7 +10,7 @@ The public API is what this module exports; everything under an underscore is in
 """
 
 from ._config import RuntimeConfig
-from ._delegate import SessionRuntimeDelegate
+from ._delegate import ExecuteRequest, SessionRuntimeDelegate
 from ._engine import Engine, EngineConfig
 from ._errors import (
     AlreadyTerminating,
@@ -21,7 +21,7 @@ from ._errors import (
     RuntimeFailure,
     ShuttingDown,
 )
-from ._facade import CellFinished, CodeModeSession, Notification, Toolset
+from ._facade import Approval, CellFinished, CodeModeSession, Notification, Toolset
 from ._session_runtime import PendingEvent, SessionRuntime, StartedCell, open_session_runtime
 from ._types import (
     JSON,
@@ -29,7 +29,6 @@ from ._types import (
     CellEvent,
     CellId,
     Completed,
-    ExecuteRequest,
     Image,
     ImageDetail,
     NestedToolCall,
@@ -57,6 +56,7 @@ __version__ = "0.1.0"
 __all__ = [
     "JSON",
     "AlreadyTerminating",
+    "Approval",
     "Audio",
     "BusyObserver",
     "CellEvent",

@@ -1,11 +1,14 @@
-"""The host application's side of a session: `SessionRuntimeDelegate`, and how the
-runtime renders what a delegate raises."""
+"""The host application's side of a session: `SessionRuntimeDelegate`, the
+`ExecuteRequest` that may carry one per cell, and how the runtime renders what a
+delegate raises."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from ._types import JSON, CellId, NestedToolCall
+import attrs
+
+from ._types import JSON, CellId, NestedToolCall, ToolDefinition
 
 
 class SessionRuntimeDelegate(Protocol):
@@ -33,6 +36,25 @@ class SessionRuntimeDelegate(Protocol):
         its callbacks have finished. Must not return until the host can no longer
         route anything to the cell. Errors are logged; the cell is removed anyway."""
         ...
+
+
+@attrs.frozen
+class ExecuteRequest:
+    """What ``SessionRuntime.execute`` runs: a program, the tools it may call, and the id
+    of the model's ``exec`` call (passed back to ``notify``).
+
+    ``delegate``: the :class:`~code_mode.SessionRuntimeDelegate` this cell calls back
+    into (its tool calls, notifications and ``cell_closed``), kept by the cell until
+    it is closed, whatever later cells use; ``None`` for the session's. The runtime
+    holds no reference to it once the cell is closed. Not compared: two requests
+    that differ only in their delegate are equal."""
+
+    tool_call_id: str
+    enabled_tools: list[ToolDefinition]
+    source: str
+    delegate: SessionRuntimeDelegate | None = attrs.field(
+        default=None, eq=False, repr=False, kw_only=True
+    )
 
 
 def describe_exception(error: BaseException) -> str:

@@ -42,10 +42,10 @@ import trio
 
 from ._cell import Cell, CellHost, Observer, OneShot
 from ._config import RuntimeConfig
-from ._delegate import SessionRuntimeDelegate, describe_exception
+from ._delegate import ExecuteRequest, SessionRuntimeDelegate, describe_exception
 from ._engine import Engine, SessionSeat, default_engine
 from ._errors import DuplicateCell, MissingCell, ShuttingDown
-from ._types import CellEvent, CellId, Completed, ExecuteRequest, ObserveMode
+from ._types import CellEvent, CellId, Completed, ObserveMode
 
 __all__ = ["PendingEvent", "SessionRuntime", "StartedCell", "open_session_runtime"]
 
@@ -345,6 +345,31 @@ class SessionRuntime:
             return False
         return cell.preempt()
 
+    async def terminate_all(self) -> list[CellId]:
+        """Terminate every cell of the session that has not been closed, and return once
+        each of them is: the reference's interrupted turn (openai/codex #51835). A
+        running cell (a background one of an earlier turn included) is stopped, its
+        nested tool calls cancelled, and an observation attached to it resolves with
+        ``Terminated``; a finished cell whose result nobody received is dropped; a
+        later ``observe`` of any of them raises ``MissingCell``. None is pushed.
+        Stored values stay, and the session keeps admitting cells (one admitted while
+        this waits is not touched). Idempotent; never raises for a failing
+        ``cell_closed``. Returns the ids of the cells it ended, in admission order."""
+        async with self._registry_lock:
+            # Not those whose result was received: they are closing by themselves.
+            cells = [
+                entry
+                for entry in self._registry.values()
+                if isinstance(entry, Cell) and entry.result_pending
+            ]
+        for cell in cells:
+            cell.request_shutdown()
+        ids = [cell.id for cell in cells]
+        del cells  # the runtime keeps no reference to a closed cell (nor its delegate)
+        while not self._registry.keys().isdisjoint(ids):
+            await self._count_changed.wait()
+        return ids
+
     async def shutdown(self) -> None:
         """Close the session: admissions already queued on the registry lock are let
         through, every live cell is terminated, and this returns once every admitted
@@ -401,10 +426,12 @@ class SessionRuntime:
 
     async def _close_cell(self, cell_id: CellId) -> None:
         await self._acquire_registry_lock()
+        entry = self._registry.get(cell_id)
+        delegate = entry.delegate if isinstance(entry, Cell) else self._delegate
         self._registry[cell_id] = _CLOSING
         self._registry_lock.release()
         try:
-            await self._delegate.cell_closed(cell_id)
+            await delegate.cell_closed(cell_id)
         except Exception as error:
             logger.warning(
                 "failed to close code mode delegate state for cell %s: %s",

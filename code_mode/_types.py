@@ -174,16 +174,12 @@ class ToolDefinition:
     kind: ToolKind
     input_schema: dict[str, Any] | None = None
     output_schema: dict[str, Any] | None = None
-
-
-@attrs.frozen
-class ExecuteRequest:
-    """What ``SessionRuntime.execute`` runs: a program, the tools it may call, and the id
-    of the model's ``exec`` call (passed back to ``notify``)."""
-
-    tool_call_id: str
-    enabled_tools: list[ToolDefinition]
-    source: str
+    input_schema_max_bytes: int | None = attrs.field(default=None, kw_only=True)
+    """How long the rendered TypeScript of ``input_schema`` may be before the ``exec``
+    description shows ``unknown`` instead: the larger of this and 16 000 (the
+    reference's ``input_schema_max_bytes``; an MCP server's
+    ``tool_input_schema_max_bytes`` sets it for its tools, a session's
+    ``input_schema_max_bytes`` for all of them)."""
 
 
 @attrs.frozen

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import struct
 from collections.abc import Sequence
 
@@ -15,11 +16,16 @@ from code_mode import (
     EngineConfig,
     ExecuteRequest,
     NestedToolCall,
+    ObserveMode,
     RuntimeConfig,
+    SessionRuntime,
+    StartedCell,
     ToolDefinition,
     ToolKind,
     ToolName,
+    Yielded,
 )
+from code_mode._cell.cell import Phase
 
 SAFETY = 10.0  # seconds; a hang guard, never the thing under test
 
@@ -125,3 +131,34 @@ def pcm16_wav(sample_rate: int, frames: int) -> bytes:
         + struct.pack("<I", data)
         + bytes(data)
     )
+
+
+def child_pids() -> set[str]:
+    """Child processes of this process (any thread's children), from ``/proc``."""
+    pids: set[str] = set()
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as children:
+                pids.update(children.read().split())
+        except OSError:
+            continue
+    return pids
+
+
+async def settled(runtime: SessionRuntime, cell_id: CellId) -> None:
+    """Wait (at most ``SAFETY``) until the cell's completion is settled: buffered,
+    delivered or pushed (its phase is ``COMPLETED``)."""
+    cell = runtime._cell(cell_id)
+    assert cell is not None
+    with trio.fail_after(SAFETY):
+        await cell.wait_for_phase(Phase.COMPLETED)
+
+
+async def yielded_cell(
+    runtime: SessionRuntime, request: ExecuteRequest, mode: ObserveMode
+) -> StartedCell:
+    """Start a cell and check its initial observation is an empty ``Yielded`` (the
+    program runs on); returns the started cell."""
+    started = await runtime.execute(request, mode)
+    assert await started.initial_event() == Yielded([])
+    return started

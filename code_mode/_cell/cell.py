@@ -26,8 +26,10 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import trio
 
+from .._delegate import ExecuteRequest
 from .._engine import (
     BufferMemoryExceeded,
     EngineEvent,
@@ -47,7 +49,6 @@ from .._types import (
     CellEvent,
     CellId,
     Completed,
-    ExecuteRequest,
     ObserveMode,
     Pending,
     PendingFrontier,
@@ -56,7 +57,7 @@ from .._types import (
     Yielded,
 )
 from .ending import CellEnding
-from .host import ERROR_TRUNCATED_SUFFIX, CellHost
+from .host import ERROR_TRUNCATED_SUFFIX, CellDelegate, CellHost
 from .in_flight import CellCallbacks
 from .one_shot import Observer, OneShot
 from .output import OutputBuffer
@@ -72,6 +73,13 @@ class Cell(CellEnding):
 
     def __init__(self, cell_id: CellId, request: ExecuteRequest, host: CellHost) -> None:
         self.id = cell_id
+        #: Where this cell's callbacks go (its request's, else the session's), until
+        #: it is closed: read by the session for ``cell_closed``.
+        self.delegate = CellDelegate(
+            request.delegate if request.delegate is not None else host.delegate
+        )
+        if request.delegate is not None:  # held by `self.delegate` alone
+            request = attrs.evolve(request, delegate=None)
         self._host = host
         self._config = host.config
         self._state = CellState()
@@ -98,7 +106,7 @@ class Cell(CellEnding):
             cell_id=cell_id,
             call_id=request.tool_call_id,
             nursery=host.nursery,
-            delegate=host.delegate,
+            delegate=self.delegate,
             config=host.config,
             results_to=self._tool_results_to,
             wake_cell=self._wake_up,

@@ -33,7 +33,7 @@ import trio
 from .._config import RuntimeConfig
 from .._engine import Finished, Isolate
 from .._types import CellEvent, CellId, Completed, Pending, Terminated, YieldAfter, Yielded
-from .host import CellHost, push_result, truncate_error
+from .host import CellDelegate, CellHost, push_result, truncate_error
 from .in_flight import CellCallbacks
 from .one_shot import Observer, OneShot
 from .output import OutputBuffer
@@ -48,6 +48,7 @@ class CellEnding:
     builds the state it reads and runs the rest."""
 
     id: CellId
+    delegate: CellDelegate
     _host: CellHost
     _config: RuntimeConfig
     _state: CellState
@@ -276,3 +277,4 @@ class CellEnding:
                 self._state.move(Phase.CLOSED)
             with trio.CancelScope(shield=True):
                 await self._host.close_cell(self.id)
+            self.delegate.release()

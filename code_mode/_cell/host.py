@@ -10,7 +10,7 @@ import trio
 from .._config import RuntimeConfig
 from .._delegate import SessionRuntimeDelegate, describe_exception
 from .._engine import IsolateSource
-from .._types import CellId, Completed
+from .._types import JSON, CellId, Completed, NestedToolCall
 
 logger = logging.getLogger("code_mode")
 
@@ -43,6 +43,36 @@ class CellHost:
         self.close_cell = close_cell
         self.forget_cell = forget_cell
         self.on_finished = on_finished
+
+
+class CellDelegate:
+    """The delegate one cell calls back into (its request's or the session's), held
+    until the cell is closed and then let go of (:meth:`release`): whatever still
+    holds the closed cell (an isolate the engine keeps a while) keeps no host object
+    alive through it."""
+
+    __slots__ = ("_target",)
+
+    def __init__(self, target: SessionRuntimeDelegate) -> None:
+        self._target: SessionRuntimeDelegate | None = target
+
+    @property
+    def target(self) -> SessionRuntimeDelegate:
+        if self._target is None:
+            raise RuntimeError("the cell is closed: its delegate was let go of")
+        return self._target
+
+    async def invoke_tool(self, call: NestedToolCall) -> JSON:
+        return await self.target.invoke_tool(call)
+
+    async def notify(self, call_id: str, cell_id: CellId, text: str) -> None:
+        await self.target.notify(call_id, cell_id, text)
+
+    async def cell_closed(self, cell_id: CellId) -> None:
+        await self.target.cell_closed(cell_id)
+
+    def release(self) -> None:
+        self._target = None
 
 
 def truncate_error(text: str, limit: int) -> str:

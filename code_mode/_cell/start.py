@@ -24,10 +24,11 @@ from collections.abc import Callable
 import trio
 
 from .._config import RuntimeConfig
+from .._delegate import ExecuteRequest
 from .._engine import EngineListener, Isolate, IsolateSource, IsolateUnavailable
 from .._errors import RuntimeFailure
 from .._tool_names import normalize_identifier
-from .._types import CellId, ExecuteRequest, ToolDefinition
+from .._types import CellId, ToolDefinition
 from .one_shot import OneShot
 
 #: A tool's identifier, computed once per name (every cell's start checks them all).

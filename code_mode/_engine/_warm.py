@@ -32,6 +32,9 @@ class _SinkSlot:
             # and closes the isolate next, which counts too (see WarmIsolates._take).
             self.first_task_done()
 
+    def release(self) -> None:
+        self.target = None
+
     def first_task_done(self) -> None:
         waiting, self.first_task = self.first_task, []
         for event in waiting:
@@ -211,6 +214,10 @@ class WarmIsolates:
             # Closing it counts as the end of its first evaluation for the refill (a
             # short cell may be closed before that is reported).
             handle.when_closing(slot.first_task_done)
+            # Once closed, the isolate reports nothing the cell wants, and the slot must
+            # not keep the cell (and all it holds) alive for as long as anything still
+            # refers to the native isolate.
+            handle.when_closed(slot.release)
             self._taken += 1
             # Cells that find the pool empty come faster than isolates are built
             # (say, back to back): then the replacement is built at once, beside

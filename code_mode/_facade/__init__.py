@@ -3,9 +3,13 @@
 * :mod:`.toolset` -- :class:`Toolset`: the nested tools, checked, ordered and
   described once (no session needed to list them);
 * :mod:`.session` -- :class:`CodeModeSession`: parsing, timing and formatting the
-  calls, and pushing results.
+  calls, and pushing results;
+* :mod:`.delegate` -- the runtime's delegate: routing nested calls, notifications,
+  and holding calls that need the host's approval;
+* :mod:`.program_check` -- checking a program's tool calls before it runs.
 """
 
+from .delegate import Approval
 from .session import (
     YIELD_GRACE_MS,
     YIELD_GRACE_THRESHOLD_MS,
@@ -19,6 +23,7 @@ from .toolset import Toolset
 __all__ = [
     "YIELD_GRACE_MS",
     "YIELD_GRACE_THRESHOLD_MS",
+    "Approval",
     "CellFinished",
     "CodeModeSession",
     "Notification",

@@ -53,6 +53,7 @@ import trio
 from .. import _asyncio_host
 from .._asyncio_host import HeldContext, trio_side
 from .._config import RuntimeConfig
+from .._delegate import ExecuteRequest
 from .._engine import Engine
 from .._errors import CodeModeError
 from .._session_runtime import SessionRuntime
@@ -60,7 +61,6 @@ from .._types import (
     CellEvent,
     CellId,
     Completed,
-    ExecuteRequest,
     OutputItem,
     Pending,
     Text,
@@ -69,7 +69,7 @@ from .._types import (
     Yielded,
 )
 from ..integrations.host_loop import on_host
-from ..integrations.routing import NestedTool, ToolRouter
+from ..integrations.routing import NestedTool
 from ..model_tools.adapters import (
     EXEC_TOOL_NAME,
     WAIT_TOOL_NAME,
@@ -86,6 +86,8 @@ from ..model_tools.pragma import (
     ExecInputError,
     parse_exec_input,
 )
+from .delegate import Approval, FacadeDelegate, Notification, NotifyCallback, approval_line
+from .program_check import ProgramCheck
 from .toolset import Toolset
 
 if TYPE_CHECKING:  # the SDKs' types of openai_tools()/anthropic_tools() (model_tools/adapters.py)
@@ -106,21 +108,6 @@ YIELD_GRACE_THRESHOLD_MS: Final = 10_000
 
 YIELD_GRACE_MS: Final = 1_000
 """The grace added to long yields."""
-
-
-@attrs.frozen
-class Notification:
-    """A program's ``notify(text)``: ``call_id`` is the ``exec`` call the program was
-    started by (pass it to ``exec``/``handle_call`` to correlate), ``cell_id`` the
-    program's cell."""
-
-    call_id: str
-    cell_id: CellId
-    text: str
-
-
-NotifyCallback = Callable[[Notification], Awaitable[None] | None]
-"""``on_notify``: a plain or an async function of a :class:`Notification`."""
 
 
 @attrs.frozen
@@ -176,24 +163,6 @@ def resolve_yield_time_ms(requested_ms: int, max_yield_time_ms: int | None = Non
     return resolved
 
 
-class _Delegate:
-    """The runtime's delegate: routes nested calls and notifications."""
-
-    def __init__(self, tools: ToolRouter, on_notify: NotifyCallback | None):
-        self.invoke_tool = tools.invoke_tool
-        self._on_notify = on_notify
-
-    async def notify(self, call_id: str, cell_id: CellId, text: str) -> None:
-        if self._on_notify is None:
-            return
-        outcome = self._on_notify(Notification(call_id, cell_id, text))
-        if inspect.isawaitable(outcome):
-            await on_host(outcome)  # under asyncio: on the asyncio loop
-
-    async def cell_closed(self, cell_id: CellId) -> None:
-        return None
-
-
 class CodeModeSession:
     """``exec`` and ``wait`` for one agent session; use as ``async with``.
 
@@ -240,6 +209,20 @@ class CodeModeSession:
     default): result headers read ``Wall time 1.250 seconds (code-mode 0.750 seconds;
     overhead 0.500 seconds)``, code-mode being the time the runtime spent on the call
     and overhead the rest (parsing, formatting, the host's own work).
+    ``input_schema_max_bytes`` (the Toolset's): a tool's input type longer than
+    ``max(16000, this, its MCP server's limit)`` is shown as ``unknown``.
+
+    ``check_programs`` (off by default): before a program runs, its ``tools.x(...)``
+    calls are checked against the tools (:mod:`code_mode._facade.program_check`): a
+    call of a tool that is not enabled, or a literal argument the tool's schema
+    refuses (an unknown or missing field), fails the ``exec`` at once with the text
+    that call would have rejected with, before any tool runs.
+
+    Approvals: a call of a tool made with ``@tool(requires_approval=True)`` (or any
+    tool whose ``requires_approval`` is True) waits for the host; the ``exec``/``wait``
+    observing the program returns at once, ``Script running with cell ID <id>`` and a
+    line naming the call, and :meth:`approve` or :meth:`deny` decides
+    (:meth:`awaiting_approval` lists what waits).
 
     Leaving the ``async with`` block terminates every running program.
     """
@@ -258,6 +241,8 @@ class CodeModeSession:
         wait_idle_floor_ms: int | None = None,
         tool_search: bool = False,
         show_cell_overhead: bool = False,
+        input_schema_max_bytes: int | None = None,
+        check_programs: bool = False,
     ) -> None:
         if wait_idle_floor_ms is not None and not (
             isinstance(wait_idle_floor_ms, int) and wait_idle_floor_ms >= 0
@@ -269,8 +254,11 @@ class CodeModeSession:
                     "namespace_descriptions and deferred are the Toolset's: "
                     "give them to Toolset.build"
                 )
-            if tool_search:
-                raise ValueError("tool_search is the Toolset's: give it to Toolset.build")
+            if tool_search or input_schema_max_bytes is not None:
+                raise ValueError(
+                    "tool_search and input_schema_max_bytes are the Toolset's: "
+                    "give them to Toolset.build"
+                )
             self._toolset = tools
         else:
             self._toolset = Toolset.build(
@@ -278,6 +266,7 @@ class CodeModeSession:
                 namespace_descriptions=namespace_descriptions,
                 deferred=deferred,
                 tool_search=tool_search,
+                input_schema_max_bytes=input_schema_max_bytes,
             )
         self._show_overhead = show_cell_overhead
         self._max_yield_time_ms = max_yield_time_ms
@@ -285,8 +274,12 @@ class CodeModeSession:
         self._push = on_finished is not None
         self._idle_floor_ms = wait_idle_floor_ms
         self._handed_back: dict[CellId, _HandedBack] = {}
+        self._check = (
+            ProgramCheck(self._toolset.tools, self._toolset.enabled) if check_programs else None
+        )
+        self._delegate = FacadeDelegate(self._toolset.tools, on_notify, preempt=self._preempt)
         self._runtime = SessionRuntime(
-            _Delegate(ToolRouter(self._toolset.tools), on_notify),
+            self._delegate,
             config,
             engine=engine,
             on_finished=self._pushed if on_finished is not None else None,
@@ -390,6 +383,10 @@ class CodeModeSession:
             if parsed.max_output_tokens is not None
             else DEFAULT_MAX_OUTPUT_TOKENS
         )
+        if self._check is not None:
+            problem = self._check.error(parsed.source)
+            if problem is not None:  # what the call would have rejected with, uncaught
+                return self._format(problem, started_at, "", max_tokens)
         requested = (
             parsed.yield_time_ms if parsed.yield_time_ms is not None else DEFAULT_YIELD_TIME_MS
         )
@@ -432,9 +429,12 @@ class CodeModeSession:
                 event = await self._runtime.terminate(cell)
             else:
                 seconds = resolve_yield_time_ms(yield_time_ms, self._max_yield_time_ms) / 1000
-                event = await self._runtime.observe(
+                pending = await self._runtime.begin_observe(
                     cell, YieldAfter(seconds, idle_floor=self._idle_floor())
                 )
+                if self._delegate.awaiting(cell):  # it waits on the host: return now
+                    await self._runtime.preempt(cell)
+                event = await pending.event()
         except CodeModeError as error:  # missing, busy observer, terminating, shutdown
             # (A missing cell may be one whose push is on its way: its record stays
             # for the push, which removes it.)
@@ -451,6 +451,27 @@ class CodeModeSession:
         at once. False, changing nothing, when no call is observing the program."""
         self._check_entered()
         return await self._runtime.preempt(CellId(cell_id))
+
+    @trio_side
+    async def approve(self, cell_id: str, call_id: str) -> bool:
+        """Let the call ``call_id`` of program ``cell_id``, waiting for approval (a
+        tool with ``requires_approval``), run. False, changing nothing, when no such
+        call waits (it was decided already, or its program ended)."""
+        self._check_entered()
+        return self._delegate.decide(CellId(cell_id), call_id, None)
+
+    @trio_side
+    async def deny(self, cell_id: str, call_id: str, reason: str) -> bool:
+        """Reject the call ``call_id`` of program ``cell_id``, waiting for approval:
+        the program's promise rejects with ``reason``, a plain string, as for a tool
+        that failed. False, changing nothing, when no such call waits."""
+        self._check_entered()
+        text = reason or f"tool call {call_id} was denied"
+        return self._delegate.decide(CellId(cell_id), call_id, text)
+
+    def awaiting_approval(self, cell_id: str) -> list[Approval]:
+        """The calls of program ``cell_id`` waiting for approval, oldest first."""
+        return self._delegate.awaiting(CellId(cell_id))
 
     @trio_side
     async def handle_call(
@@ -485,6 +506,18 @@ class CodeModeSession:
         )
 
     @trio_side
+    async def terminate_all(self) -> None:
+        """The user interrupted the turn: terminate every program of the session that
+        has not ended, background ones of earlier turns included, and return once each
+        is closed (the reference's interrupt, openai/codex #51835). Their nested tool
+        calls are cancelled; an ``exec``/``wait`` observing one returns ``Script
+        terminated``; a later ``wait`` gets ``exec cell <id> not found``; none is
+        pushed. Stored values stay, and the session takes new programs as before."""
+        self._check_entered()
+        for cell_id in await self._runtime.terminate_all():
+            self._handed_back.pop(cell_id, None)
+
+    @trio_side
     async def shutdown(self) -> None:
         """Terminate every program and refuse new ones; the ``async with`` block still
         has to be left. Idempotent."""
@@ -501,18 +534,28 @@ class CodeModeSession:
         """``runtime_at``: when the call handed over to the runtime, for the timing of
         ``show_cell_overhead`` (the runtime's time is from then to now)."""
         now = trio.current_time()
+        awaiting = (
+            [approval_line(a) for a in self._delegate.awaiting(CellId(cell_id))]
+            if isinstance(result, Yielded | Pending)
+            else []
+        )
         return format_result(
             result,
             wall_time=max(0.0, now - started_at),
             cell_id=cell_id,
             max_output_tokens=max_tokens,
             push=self._push,
+            notes=awaiting,
             code_mode_time=(
                 max(0.0, now - runtime_at)
                 if self._show_overhead and runtime_at is not None
                 else None
             ),
         )
+
+    async def _preempt(self, cell_id: CellId) -> bool:
+        """For a call that waits for approval: the observation in progress returns."""
+        return await self._runtime.preempt(cell_id)
 
     # -- push ----------------------------------------------------------------------
 

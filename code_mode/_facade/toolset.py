@@ -95,6 +95,14 @@ def _kept(tools: Iterable[NestedTool]) -> list[NestedTool]:
     return kept
 
 
+def _limited(definition: ToolDefinition, max_bytes: int | None) -> ToolDefinition:
+    """``definition`` with the larger of its own and the configured input limit."""
+    own = definition.input_schema_max_bytes
+    if max_bytes is None or (own is not None and own >= max_bytes):
+        return definition
+    return attrs.evolve(definition, input_schema_max_bytes=max_bytes)
+
+
 def _grouped(tools: list[NestedTool]) -> tuple[NestedTool, ...]:
     """Tools with each namespace's members contiguous (in order of first appearance),
     so the ``exec`` description gives every namespace one heading."""
@@ -120,6 +128,9 @@ class Toolset:
     """The heading of each namespace in the ``exec`` description."""
     deferred: bool = False
     """Whether the ``exec`` description stays short (programs search ``ALL_TOOLS``)."""
+    input_schema_max_bytes: int | None = None
+    """The configured limit of a rendered input type (``None``: the default 16 000):
+    each tool's is ``max(16000, this, the tool's own)`` (an MCP server's limit)."""
     enabled: list[ToolDefinition] = attrs.field(
         init=False,
         eq=False,
@@ -139,12 +150,21 @@ class Toolset:
         namespace_descriptions: Mapping[str, NamespaceDescription | str] | None = None,
         deferred: bool = False,
         tool_search: bool = False,
+        input_schema_max_bytes: int | None = None,
     ) -> Toolset:
         """Check ``tools`` (``@tool`` functions, plain type-hinted functions, wrapped
         with :func:`~code_mode.tool`, or any :class:`~code_mode.NestedTool`) and order
         them. ``namespace_descriptions``: a heading for each tool namespace (a string
         is used as the description, the namespace as the heading). ``tool_search``:
-        add ``tools.tool_search`` (BM25 over the other tools), last."""
+        add ``tools.tool_search`` (BM25 over the other tools), last.
+        ``input_schema_max_bytes``: how long a tool's input type may be in the ``exec``
+        description before it is shown as ``unknown``, when more than the default
+        16 000 (the reference's configurable limit; a tool's own, from its MCP server,
+        counts when larger)."""
+        if input_schema_max_bytes is not None and not (
+            isinstance(input_schema_max_bytes, int) and input_schema_max_bytes > 0
+        ):
+            raise ValueError("input_schema_max_bytes must be a positive integer or None")
         namespaces = {
             key: value
             if isinstance(value, NamespaceDescription)
@@ -156,14 +176,15 @@ class Toolset:
         if tool_search:
             if any(normalize_identifier(t.definition.name) == TOOL_SEARCH_NAME for t in kept):
                 raise ValueError(f"a nested tool cannot be named `{TOOL_SEARCH_NAME}`")
-            search = ToolSearch([entry.definition for entry in nested], namespaces)
-            nested = (*nested, search)
-        return cls(nested, namespaces, deferred)
+            limited = [_limited(entry.definition, input_schema_max_bytes) for entry in nested]
+            nested = (*nested, ToolSearch(limited, namespaces))
+        return cls(nested, namespaces, deferred, input_schema_max_bytes)
 
     @property
     def definitions(self) -> list[ToolDefinition]:
-        """The tools' definitions, in the order programs see them."""
-        return [entry.definition for entry in self.tools]
+        """The tools' definitions, in the order programs see them (each with its
+        limit of :attr:`input_schema_max_bytes`)."""
+        return [_limited(entry.definition, self.input_schema_max_bytes) for entry in self.tools]
 
     def exec_tool(self, *, push: bool = False) -> ToolDefinition:
         """``exec`` as a FREEFORM :class:`~code_mode.ToolDefinition` (its input is raw

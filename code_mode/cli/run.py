@@ -11,11 +11,11 @@ from typing import Any
 import trio
 
 from .._config import RuntimeConfig
+from .._delegate import ExecuteRequest
 from .._session_runtime import SessionRuntime
 from .._types import (
     CellEvent,
     Completed,
-    ExecuteRequest,
     Image,
     Pending,
     Terminated,

@@ -127,6 +127,9 @@ class PythonTool(Generic[_P, _R]):
     definition: ToolDefinition
     is_async: bool
     _signature: Signature = attrs.field(alias="signature", repr=False)
+    requires_approval: bool = attrs.field(default=False, kw_only=True)
+    """Whether a session holds each call until the host approves it
+    (``CodeModeSession.approve``/``deny``)."""
 
     @property
     def tool_name(self) -> ToolName:
@@ -183,6 +186,7 @@ def tool(
     name: str | None = None,
     namespace: str | None = None,
     description: str | None = None,
+    requires_approval: bool = False,
 ) -> PythonTool[_P, _R]: ...
 
 
@@ -192,6 +196,7 @@ def tool(
     name: str | None = None,
     namespace: str | None = None,
     description: str | None = None,
+    requires_approval: bool = False,
 ) -> Callable[[Callable[_P, _R]], PythonTool[_P, _R]]: ...
 
 
@@ -202,6 +207,7 @@ def tool(
     name: str | None = None,
     namespace: str | None = None,
     description: str | None = None,
+    requires_approval: bool = False,
 ) -> PythonTool[_P, _R] | Callable[[Callable[_P, _R]], PythonTool[_P, _R]]:
     """Make a nested tool from a type-hinted function: ``@tool``, ``@tool(name=...,
     namespace=..., description=...)`` or ``tool(function, ...)``.
@@ -211,7 +217,8 @@ def tool(
     ``<namespace>__<name>``, the JS identifier derived from it. Raises ``TypeError``
     for a parameter whose hint is missing or unsupported, or for ``*args``/``**kwargs``.
     See the module docstring for the supported hints. The result keeps ``function``'s
-    signature for type checkers (see :class:`PythonTool`).
+    signature for type checkers (see :class:`PythonTool`). ``requires_approval``: a
+    session holds each call until the host approves it (``CodeModeSession.approve``).
     """
 
     def make(function: Callable[_P, _R]) -> PythonTool[_P, _R]:
@@ -238,6 +245,7 @@ def tool(
             definition=definition,
             is_async=_is_async(function),
             signature=signature,
+            requires_approval=requires_approval,
         )
 
     if function is not None:

@@ -139,6 +139,7 @@ def format_result(
     max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
     push: bool = False,
     code_mode_time: float | None = None,
+    notes: Sequence[str] = (),
 ) -> list[OutputItem]:
     """Format an ``exec`` or ``wait`` result as the content items to give the model.
     (``code_mode_time``: see :func:`result_header`.)
@@ -158,7 +159,9 @@ def format_result(
 
     ``push=True`` (the host gives the model a program's result when it finishes): a
     running result ends with :data:`PUSH_RUNNING_NOTE`, after the output and outside
-    its budget, so the model knows it need not poll.
+    its budget, so the model knows it need not poll. ``notes``: lines a running
+    result ends with (before that one), one item each, outside the budget: the calls
+    that await the host's approval.
     """
     items: list[OutputItem] = [] if isinstance(result, str) else list(result.content_items)
     items = [Text(well_formed(item.text)) if isinstance(item, Text) else item for item in items]
@@ -172,6 +175,8 @@ def format_result(
         items.append(Text(f"Script error:\n{error_text}"))
     header = Text(result_header(result_status(result, cell_id), wall_time, code_mode_time))
     formatted = [header, *truncate_output(items, max_output_tokens)]
+    if isinstance(result, Yielded | Pending):
+        formatted.extend(Text(note) for note in notes)
     if push and isinstance(result, Yielded | Pending):
         formatted.append(Text(PUSH_RUNNING_NOTE))
     return formatted

@@ -20,7 +20,8 @@ most :data:`MAX_REF_EXPANSIONS` times along one path (a recursive type would oth
 never end) and :data:`MAX_TOTAL_REF_EXPANSIONS` times in all; others, unresolvable
 ones and those inside a nested ``$id`` resource render as ``unknown``. Keywords next to
 ``$ref`` render as ``(Ref) & (Sibling)``; a union inside ``allOf`` is parenthesised. A
-type longer than :data:`MAX_RENDERED_BYTES` is ``unknown``. These are the reference's
+type longer than :data:`MAX_RENDERED_BYTES` (or a tool's larger
+``input_schema_max_bytes``, for its input) is ``unknown``. These are the reference's
 rules (openai/codex ``codex-rs/code-mode-protocol/src/json_schema_types.rs``, commit
 a186f5484dc8).
 
@@ -45,6 +46,7 @@ __all__ = [
     "MAX_RENDERED_BYTES",
     "MAX_RENDER_WORK_BYTES",
     "MAX_TOTAL_REF_EXPANSIONS",
+    "input_schema_max_bytes",
     "render_input_type",
     "render_output_type",
     "render_schema",
@@ -62,12 +64,15 @@ repeated and fanned-out references cannot blow a compact schema up either. A
 reference that points at nothing does not count."""
 
 MAX_RENDERED_BYTES: Final = 16_000
-"""A rendered type longer than this is shown as ``unknown``."""
+"""A rendered type longer than this is shown as ``unknown`` (the default; an input
+type's limit is ``max(16000, ToolDefinition.input_schema_max_bytes)``, the reference's
+``DEFAULT_INPUT_SCHEMA_MAX_BYTES`` and configurable budget)."""
 
 MAX_RENDER_WORK_BYTES: Final = 4 * MAX_RENDERED_BYTES
-"""Characters one rendering may produce along the way, intermediate results included:
-past it, the whole type is ``unknown`` (so repeated references cannot build large
-copies before the final size check)."""
+"""Characters one rendering may produce along the way, intermediate results included
+(four times the rendering's limit; this for the default one): past it, the whole type
+is ``unknown`` (so repeated references cannot build large copies before the final
+size check)."""
 
 MAX_DEPTH: Final = 64
 """Schemas nested deeper than this render as ``unknown`` there: no real tool needs
@@ -82,7 +87,9 @@ _SCHEMA_KEYWORDS: Final = (
 )  # fmt: skip
 
 
-def render_schema(schema: JSON, *, root: JSON | None = None) -> str:
+def render_schema(
+    schema: JSON, *, root: JSON | None = None, max_bytes: int = MAX_RENDERED_BYTES
+) -> str:
     """Render a JSON Schema as a TypeScript type expression.
 
     ``root`` is the document that local ``$ref`` pointers resolve against; it defaults
@@ -91,10 +98,17 @@ def render_schema(schema: JSON, *, root: JSON | None = None) -> str:
     ``structuredContent`` of an MCP result) so that its references still resolve.
 
     Rendering never fails: whatever the renderer does not understand becomes
-    ``unknown``, which is the honest TypeScript for "any JSON value".
+    ``unknown``, which is the honest TypeScript for "any JSON value"; so does a type
+    longer than ``max_bytes``.
     """
-    rendered = _Renderer(schema if root is None else root).render(schema)
-    return _UNKNOWN if len(rendered) > MAX_RENDERED_BYTES else rendered
+    rendered = _Renderer(schema if root is None else root, 4 * max_bytes).render(schema)
+    return _UNKNOWN if len(rendered) > max_bytes else rendered
+
+
+def input_schema_max_bytes(tool: ToolDefinition) -> int:
+    """How long the rendered input type of ``tool`` may be:
+    ``max(16000, tool.input_schema_max_bytes)``."""
+    return max(MAX_RENDERED_BYTES, tool.input_schema_max_bytes or 0)
 
 
 def render_input_type(tool: ToolDefinition) -> str:
@@ -105,7 +119,7 @@ def render_input_type(tool: ToolDefinition) -> str:
         return "string"
     if tool.input_schema is None:
         return _UNKNOWN
-    return render_schema(tool.input_schema)
+    return render_schema(tool.input_schema, max_bytes=input_schema_max_bytes(tool))
 
 
 def render_output_type(tool: ToolDefinition) -> str:
@@ -143,13 +157,13 @@ class _Renderer:
     """One rendering pass over a schema document (holds the ``$ref`` root and the
     pass's budgets)."""
 
-    def __init__(self, root: JSON) -> None:
+    def __init__(self, root: JSON, work_bytes: int = MAX_RENDER_WORK_BYTES) -> None:
         self._root = root
         self._depth = 0
         self._nested_resources = 0  # nested `$id`s around the current schema
         self._active: dict[str, int] = {}  # pointer -> expansions open along this path
         self._expansions_left = MAX_TOTAL_REF_EXPANSIONS
-        self._work_left = MAX_RENDER_WORK_BYTES
+        self._work_left = work_bytes
         self.exhausted = False
 
     def render(self, schema: JSON) -> str:

@@ -26,9 +26,8 @@ from code_mode import (
     YieldAfter,
     Yielded,
 )
-from code_mode._cell.cell import Phase
 
-from ..helpers import SAFETY, GateDelegate, config, request
+from ..helpers import SAFETY, GateDelegate, config, request, settled, yielded_cell
 
 
 async def cancel_wait(awaitable_factory: object) -> None:
@@ -46,10 +45,7 @@ async def test_01_completion_and_its_output_are_buffered_until_the_first_observa
         started = await runtime.execute(request('text("before observation")'), YieldAfter(0))
         # An expired yield timer resolves the initial observation when the program starts.
         assert await started.initial_event() == Yielded([])
-        cell = runtime._cell(started.cell_id)
-        assert cell is not None
-        with trio.fail_after(SAFETY):
-            await cell.wait_for_phase(Phase.COMPLETED)
+        await settled(runtime, started.cell_id)
         assert delegate.closed == []  # buffered: the cell stays until observed
 
         event = await runtime.observe(started.cell_id, YieldAfter(0))
@@ -121,8 +117,7 @@ async def test_04_an_expired_yield_timer_beats_output_already_queued(isolation: 
     delegate = GateDelegate()
     async with SessionRuntime(delegate, config(isolation)) as runtime:
         source = 'text("queued output"); await tools.block();'
-        started = await runtime.execute(request(source, ["block"]), YieldAfter(0))
-        assert await started.initial_event() == Yielded([])
+        started = await yielded_cell(runtime, request(source, ["block"]), YieldAfter(0))
         await delegate.next_call()  # the output was produced and applied by now
         assert await runtime.terminate(started.cell_id) == Terminated([Text("queued output")])
 
@@ -137,8 +132,7 @@ async def test_05_an_observation_cancelled_before_it_is_processed_consumes_nothi
         await tools.block();
     """
     async with SessionRuntime(delegate, config(isolation)) as runtime:
-        started = await runtime.execute(request(source, ["gate", "block"]), YieldAfter(60))
-        assert await started.initial_event() == Yielded([])
+        started = await yielded_cell(runtime, request(source, ["gate", "block"]), YieldAfter(60))
         pending = await runtime.begin_observe(started.cell_id, YieldAfter(60))
         await cancel_wait(pending.event)
         await delegate.next_call()  # gate
@@ -157,8 +151,7 @@ async def test_06_a_cancelled_observers_output_survives_for_the_next_observer(
         SessionRuntime(delegate, config(isolation)) as runtime,
         trio.open_nursery() as nursery,
     ):
-        started = await runtime.execute(request(source, ["gate", "block"]), YieldAfter(60))
-        assert await started.initial_event() == Yielded([])
+        started = await yielded_cell(runtime, request(source, ["gate", "block"]), YieldAfter(60))
         waiting = trio.CancelScope()
 
         observed: list[object] = []
@@ -209,8 +202,7 @@ async def test_08_termination_before_an_unobserved_completion_is_processed_wins(
     delegate = HoldingNotifyDelegate()
     async with SessionRuntime(delegate, config(isolation)) as runtime:
         source = 'store("k", 1); text("done"); notify("hold");'
-        started = await runtime.execute(request(source), YieldAfter(0))
-        assert await started.initial_event() == Yielded([])
+        started = await yielded_cell(runtime, request(source), YieldAfter(0))
         with trio.fail_after(SAFETY):
             await delegate.notified.wait()  # completion now waits for the notification
         assert await runtime.terminate(started.cell_id) == Terminated([Text("done")])
@@ -224,12 +216,8 @@ async def test_09_only_the_first_termination_claims_a_buffered_completion(isolat
         SessionRuntime(GateDelegate(), config(isolation)) as runtime,
         trio.open_nursery() as nursery,
     ):
-        started = await runtime.execute(request('text("done")'), YieldAfter(0))
-        assert await started.initial_event() == Yielded([])
-        cell = runtime._cell(started.cell_id)
-        assert cell is not None
-        with trio.fail_after(SAFETY):
-            await cell.wait_for_phase(Phase.COMPLETED)
+        started = await yielded_cell(runtime, request('text("done")'), YieldAfter(0))
+        await settled(runtime, started.cell_id)
 
         outcomes: list[object] = []
 
@@ -264,10 +252,7 @@ async def test_10_completion_while_a_cancelled_observer_was_attached_is_rebuffer
         await delegate.next_call()
         await cancel_wait(started.initial_event)
         delegate.release("gate")
-        cell = runtime._cell(started.cell_id)
-        assert cell is not None
-        with trio.fail_after(SAFETY):
-            await cell.wait_for_phase(Phase.COMPLETED)
+        await settled(runtime, started.cell_id)
         assert await runtime.observe(started.cell_id, YieldAfter(60)) == Completed([Text("after")])
 
 
@@ -281,10 +266,7 @@ async def test_11_a_frontier_observer_gets_initial_yield_and_completion_merged(
         await cancel_wait(started.initial_event)
         await delegate.next_call()
         delegate.release("gate")
-        cell = runtime._cell(started.cell_id)
-        assert cell is not None
-        with trio.fail_after(SAFETY):
-            await cell.wait_for_phase(Phase.COMPLETED)
+        await settled(runtime, started.cell_id)
         event = await runtime.observe(started.cell_id, PendingFrontier())
         assert event == Completed([Text("before"), Text("after")])
 
@@ -314,8 +296,7 @@ async def test_13_termination_after_a_yield_with_a_long_timer_pending_closes_at_
     delegate = GateDelegate()
     async with SessionRuntime(delegate, config(isolation)) as runtime:
         source = "setTimeout(() => {}, 60000); yield_control(); await new Promise(() => {});"
-        started = await runtime.execute(request(source), YieldAfter(60))
-        assert await started.initial_event() == Yielded([])
+        started = await yielded_cell(runtime, request(source), YieldAfter(60))
         with trio.fail_after(2):
             assert await runtime.terminate(started.cell_id) == Terminated([])
             await delegate.closed_event.wait()
@@ -371,8 +352,7 @@ async def test_15_a_script_producing_every_effect_yields_them_in_order(isolation
 )
 async def test_16_terminate_interrupts_code_that_never_yields(source: str, isolation: str) -> None:
     async with SessionRuntime(GateDelegate(), config(isolation)) as runtime:
-        started = await runtime.execute(request(source), YieldAfter(0.01))
-        assert await started.initial_event() == Yielded([])
+        started = await yielded_cell(runtime, request(source), YieldAfter(0.01))
         # The latency itself is measured by benchmark B4; here a generous bound only.
         with trio.fail_after(1):
             assert await runtime.terminate(started.cell_id) == Terminated([])
@@ -423,13 +403,9 @@ async def test_an_unobserved_cell_keeps_dispatching_sequential_calls(isolation: 
             for (let i = 1; i <= 20; i++) sum += (await tools.echo({ i })).i;
             text(sum);
         """
-        started = await runtime.execute(request(source, ["echo"]), YieldAfter(60))
-        assert await started.initial_event() == Yielded([])
+        started = await yielded_cell(runtime, request(source, ["echo"]), YieldAfter(60))
         # Nobody observes now: the program must still run every call to the end.
-        cell = runtime._cell(started.cell_id)
-        assert cell is not None
-        with trio.fail_after(SAFETY):
-            await cell.wait_for_phase(Phase.COMPLETED)
+        await settled(runtime, started.cell_id)
         calls = []
         while True:
             try:

@@ -21,6 +21,7 @@ from code_mode import (
     Completed,
     Pending,
     SessionRuntime,
+    StartedCell,
     StepToFrontier,
     Terminated,
     Text,
@@ -35,6 +36,18 @@ def cell_of(runtime: SessionRuntime, cell_id: str) -> Cell:
     cell = runtime._cell(cell_id)  # type: ignore[arg-type]
     assert cell is not None
     return cell
+
+
+async def step_to_the_gate(
+    runtime: SessionRuntime, delegate: GateDelegate, source: str
+) -> StartedCell:
+    """Start ``source`` stepping, see it stop at its first ``gate`` call (``Pending``
+    naming ``tool-1``), wait until the delegate has that call, then open the gate."""
+    started = await runtime.execute(request(source, ["gate"]), StepToFrontier())
+    assert await started.initial_event() == Pending([], ["tool-1"])
+    await delegate.next_call()
+    delegate.release("gate")
+    return started
 
 
 async def test_execute_to_pending_returns_completed_for_synchronous_results(
@@ -113,10 +126,7 @@ async def test_wait_to_pending_returns_after_resumed_runtime_becomes_quiescent_a
     delegate = GateDelegate(gates=["gate"])
     async with SessionRuntime(delegate, config(isolation)) as runtime:
         with trio.fail_after(SAFETY):
-            started = await runtime.execute(request(source, ["gate"]), StepToFrontier())
-            assert await started.initial_event() == Pending([], ["tool-1"])
-            await delegate.next_call()
-            delegate.release("gate")
+            started = await step_to_the_gate(runtime, delegate, source)
             await trio.testing.wait_all_tasks_blocked()
             [(kind, call_id, _)] = cell_of(runtime, started.cell_id)._hold._queue  # type: ignore[misc]
             assert (kind, call_id) == ("result", "tool-1")
@@ -133,9 +143,7 @@ async def test_wait_to_pending_returns_completed_after_resumed_runtime_finishes(
     delegate = GateDelegate(gates=["gate"])
     async with SessionRuntime(delegate, config(isolation)) as runtime:
         with trio.fail_after(SAFETY):
-            started = await runtime.execute(request(source, ["gate"]), StepToFrontier())
-            assert await started.initial_event() == Pending([], ["tool-1"])
-            delegate.release("gate")
+            started = await step_to_the_gate(runtime, delegate, source)
             await trio.testing.wait_all_tasks_blocked()  # the result is held now
             event = await runtime.observe(started.cell_id, StepToFrontier())
             assert event == Completed([Text("done")])
@@ -188,8 +196,6 @@ async def test_a_yield_observation_lets_a_held_cell_run_on(isolation: str) -> No
     delegate = GateDelegate(gates=["gate"])
     async with SessionRuntime(delegate, config(isolation)) as runtime:
         with trio.fail_after(SAFETY):
-            started = await runtime.execute(request(source, ["gate"]), StepToFrontier())
-            assert await started.initial_event() == Pending([], ["tool-1"])
-            delegate.release("gate")
+            started = await step_to_the_gate(runtime, delegate, source)
             event = await runtime.observe(started.cell_id, YieldAfter(10 * SAFETY))
             assert event == Completed([Text("done")])

@@ -64,6 +64,38 @@ class Crowd:
         while any(agent.completed < count for agent in self.agents):
             await self._progress.wait()
 
+    async def signal_mid_run(
+        self, nursery: trio.Nursery, cluster: Cluster, signum: int, after: int
+    ) -> tuple[int, float]:
+        """Start every agent in ``nursery``, wait until each has completed a program,
+        then send ``signum`` to the server of the first agent's session (every client
+        is in a program by then). Each agent then runs until it has completed ``after``
+        more programs. Returns the server's pid and when the signal went."""
+        target: dict[str, int] = {}
+
+        def done(agent: Agent) -> bool:
+            return agent.name in target and agent.completed >= target[agent.name]
+
+        for agent in self.agents:
+            nursery.start_soon(agent.run, done, self.progressed)
+        await self.everyone_completed(1)
+        victim = self.agents[0].pid
+        assert victim in cluster.servers
+        os.kill(victim, signum)
+        signalled_at = trio.current_time()
+        for agent in self.agents:
+            target[agent.name] = agent.completed + after
+        self.progressed()
+        return victim, signalled_at
+
+
+def by_server(agents: list[Agent], victim: int) -> tuple[list[Agent], list[Agent]]:
+    """The agents whose first session was on ``victim``, and the others (both some)."""
+    on_victim = [agent for agent in agents if agent.sessions[0].pid == victim]
+    others = [agent for agent in agents if agent.sessions[0].pid != victim]
+    assert on_victim and others, spread(agents)
+    return on_victim, others
+
 
 async def test_thirty_clients_keep_their_sessions_on_their_servers() -> None:
     programs = 3
@@ -92,29 +124,16 @@ async def test_a_killed_server_loses_only_its_own_sessions() -> None:
     async with local_cluster(SERVERS) as cluster:
         agents = [Agent(f"c{i}", cluster.url, pause_ms=100) for i in range(CLIENTS)]
         crowd = Crowd(agents)
-        target: dict[str, int] = {}
-
-        def done(agent: Agent) -> bool:
-            return agent.name in target and agent.completed >= target[agent.name]
-
         with trio.fail_after(BOUND):
             async with trio.open_nursery() as nursery:
-                for agent in agents:
-                    nursery.start_soon(agent.run, done, crowd.progressed)
-                await crowd.everyone_completed(1)
-                victim = agents[0].pid
-                assert victim in cluster.servers
-                os.kill(victim, signal.SIGKILL)  # mid-run: every client is in a program
-                killed_at = trio.current_time()
-                for agent in agents:
-                    target[agent.name] = agent.completed + after
-                crowd.progressed()
+                # Mid-run: every client is in a program.
+                victim, killed_at = await crowd.signal_mid_run(
+                    nursery, cluster, signal.SIGKILL, after
+                )
             assert await cluster.exit_status(victim) == 128 + signal.SIGKILL
 
         assert not any(agent.wrong for agent in agents), report(cluster, agents)
-        on_victim = [agent for agent in agents if agent.sessions[0].pid == victim]
-        others = [agent for agent in agents if agent.sessions[0].pid != victim]
-        assert on_victim and others, spread(agents)
+        on_victim, others = by_server(agents, victim)
         for agent in others:  # unaffected: one session, never an error
             assert agent.lost == [], (agent.name, agent.lost)
             assert len(agent.sessions) == 1
@@ -142,24 +161,12 @@ async def test_a_draining_server_loses_no_finished_result() -> None:
     async with local_cluster(SERVERS) as cluster:
         agents = [Agent(f"c{i}", cluster.url, steps=4, pause_ms=150) for i in range(CLIENTS)]
         crowd = Crowd(agents)
-        target: dict[str, int] = {}
-
-        def done(agent: Agent) -> bool:
-            return agent.name in target and agent.completed >= target[agent.name]
-
         newcomers = [Agent(f"new{i}", cluster.url) for i in range(5)]
         with trio.fail_after(BOUND):
             async with trio.open_nursery() as nursery:
-                for agent in agents:
-                    nursery.start_soon(agent.run, done, crowd.progressed)
-                await crowd.everyone_completed(1)
-                victim = agents[0].pid
-                assert victim in cluster.servers
-                os.kill(victim, signal.SIGTERM)
-                stopped_at = trio.current_time()
-                for agent in agents:
-                    target[agent.name] = agent.completed + after
-                crowd.progressed()
+                victim, stopped_at = await crowd.signal_mid_run(
+                    nursery, cluster, signal.SIGTERM, after
+                )
                 await cluster.wait_line("draining (SIGTERM)")
                 for agent in newcomers:  # new sessions, while the victim drains
                     nursery.start_soon(agent.run, lambda a: a.completed >= 1, lambda: None)
@@ -168,9 +175,7 @@ async def test_a_draining_server_loses_no_finished_result() -> None:
 
         everyone = agents + newcomers
         assert not any(agent.wrong for agent in everyone), report(cluster, everyone)
-        on_victim = [agent for agent in agents if agent.sessions[0].pid == victim]
-        others = [agent for agent in agents if agent.sessions[0].pid != victim]
-        assert on_victim and others, spread(agents)
+        on_victim, others = by_server(agents, victim)
         for agent in others:
             assert agent.lost == [], (agent.name, agent.lost)
             assert len(agent.sessions) == 1

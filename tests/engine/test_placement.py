@@ -13,6 +13,7 @@ import contextlib
 import math
 import os
 import signal
+from collections.abc import AsyncIterator
 
 import pytest
 import trio
@@ -62,19 +63,31 @@ async def worker_gone(eng: Engine, pid: int) -> None:
     await trio.testing.wait_all_tasks_blocked()
 
 
+@contextlib.asynccontextmanager
+async def sessions_on_workers(
+    delegates: list[GateDelegate], **settings: object
+) -> AsyncIterator[tuple[Engine, list[SessionRuntime], contextlib.AsyncExitStack]]:
+    """A process engine with ``settings`` and a session (without replay) for each
+    delegate on it, closed before the engine, with the stack that holds them (for more
+    sessions)."""
+    async with engine("process", **settings) as eng, contextlib.AsyncExitStack() as stack:
+        runtimes = [
+            await stack.enter_async_context(SessionRuntime(d, NO_REPLAY, engine=eng))
+            for d in delegates
+        ]
+        yield eng, runtimes, stack
+
+
 # -- "shared" ------------------------------------------------------------------------
 
 
 async def test_a_sessions_cells_stay_on_its_worker_and_sessions_spread_over_workers() -> None:
     delegates = [GateDelegate() for _ in range(3)]
-    async with (
-        engine("process", worker_processes=3, warm_isolates=1) as eng,
-        contextlib.AsyncExitStack() as stack,
+    async with sessions_on_workers(delegates, worker_processes=3, warm_isolates=1) as (
+        eng,
+        runtimes,
+        _,
     ):
-        runtimes = [
-            await stack.enter_async_context(SessionRuntime(d, NO_REPLAY, engine=eng))
-            for d in delegates
-        ]
         cells = []
         for runtime, delegate in zip(runtimes, delegates, strict=True):
             cells.append([await blocked_cell(runtime, delegate) for _ in range(2)])
@@ -105,14 +118,11 @@ async def test_a_sessions_cells_stay_on_its_worker_and_sessions_spread_over_work
 
 async def test_a_new_session_goes_to_the_worker_with_the_fewest_sessions() -> None:
     delegates = [GateDelegate() for _ in range(5)]
-    async with (
-        engine("process", worker_processes=2, warm_isolates=0) as eng,
-        contextlib.AsyncExitStack() as stack,
+    async with sessions_on_workers(delegates[1:4], worker_processes=2, warm_isolates=0) as (
+        eng,
+        runtimes,
+        stack,
     ):
-        runtimes = [
-            await stack.enter_async_context(SessionRuntime(d, NO_REPLAY, engine=eng))
-            for d in delegates[1:4]
-        ]
         for runtime, delegate in zip(runtimes, delegates[1:4], strict=True):
             await blocked_cell(runtime, delegate)
         # An idle session counts as much as a busy one: its cell ends, the session

@@ -189,6 +189,17 @@ async def test_without_push_running_results_have_no_note() -> None:
 # -- the idle floor -------------------------------------------------------------------
 
 
+async def start_waiting(nursery: trio.Nursery, cm: CodeModeSession, results: list[object]) -> None:
+    """Start ``wait("1", yield_time_ms=1000)`` in ``nursery`` (its result goes to
+    ``results``) and let every task block."""
+
+    async def wait() -> None:
+        results.append(await cm.wait("1", yield_time_ms=1000))
+
+    nursery.start_soon(wait)
+    await trio.testing.wait_all_tasks_blocked()
+
+
 async def test_a_wait_with_nothing_new_holds_until_output(
     mock_clock: trio.testing.MockClock,
 ) -> None:
@@ -200,12 +211,7 @@ async def test_a_wait_with_nothing_new_holds_until_output(
         assert status(await cm.exec(source)) == "Script running with cell ID 1"
         await gate.called.wait()
         async with trio.open_nursery() as nursery:
-
-            async def wait() -> None:
-                results.append(await cm.wait("1", yield_time_ms=1000))
-
-            nursery.start_soon(wait)
-            await trio.testing.wait_all_tasks_blocked()
+            await start_waiting(nursery, cm, results)
             mock_clock.jump(10.0)
             await trio.testing.wait_all_tasks_blocked()
             assert results == []  # nothing new yet: the wait holds
@@ -218,8 +224,7 @@ async def test_a_wait_with_nothing_new_holds_until_output(
         # Nothing at all: back at the floor, not at the yield time.
         async with trio.open_nursery() as nursery:
             results.clear()
-            nursery.start_soon(wait)
-            await trio.testing.wait_all_tasks_blocked()
+            await start_waiting(nursery, cm, results)
             mock_clock.jump(29.0)
             await trio.testing.wait_all_tasks_blocked()
             assert results == []
@@ -236,12 +241,7 @@ async def test_the_idle_floor_is_capped_by_max_yield_time(
     ) as cm:
         await cm.exec(RUNNING + "await new Promise(() => {});")
         async with trio.open_nursery() as nursery:
-
-            async def wait() -> None:
-                results.append(await cm.wait("1", yield_time_ms=1000))
-
-            nursery.start_soon(wait)
-            await trio.testing.wait_all_tasks_blocked()
+            await start_waiting(nursery, cm, results)
             mock_clock.jump(5.0)
         assert "Wall time 5.0 seconds" in results[0][0].text  # type: ignore[index]
 

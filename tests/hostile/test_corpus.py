@@ -9,7 +9,6 @@ entries that say so, exactly the expected ones.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 
@@ -29,7 +28,7 @@ from code_mode import (
 )
 from code_mode._v8 import _native
 
-from ..helpers import SAFETY, config, engine, request
+from ..helpers import SAFETY, child_pids, config, engine, request
 from .corpus import CORPUS, TOOLS, Endless, HostileProgram
 
 
@@ -76,18 +75,6 @@ def engine_threads() -> set[str]:
         for thread in threading.enumerate()
         if thread.name.startswith("code-mode")
     }
-
-
-def child_pids() -> set[str]:
-    """Child processes of this process (any thread's children)."""
-    pids: set[str] = set()
-    for task in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{task}/children") as children:
-                pids.update(children.read().split())
-        except OSError:
-            continue
-    return pids
 
 
 async def settle(check: object, before: set[str]) -> set[str]:

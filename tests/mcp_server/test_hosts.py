@@ -25,7 +25,7 @@ import trio
 
 from code_mode.mcp_server import CodeModeMcpServer
 
-from ..mcp_support import SAFETY, TOOLS, node_command, serve_command
+from ..mcp_support import ROOT, SAFETY, TOOLS, node_command, serve_command
 
 T = TypeVar("T")
 
@@ -267,24 +267,112 @@ async def test_openai_agents_stdio_a_7_s_program_within_the_5_s_timeout(tmp_path
     assert runs.read_text() == "ran\n"
 
 
+async def test_openai_agents_runner_stdio_a_7_s_program_reaches_the_model(tmp_path: Path) -> None:
+    """The same acceptance through a real ``Agent`` and ``Runner``: the SDK's
+    ``ScriptedModel`` plays the model, ``MCPServerStdio`` in its default settings
+    (5 s client timeout, no retries configured) carries its calls. The model is handed
+    ``Script running with cell ID ...`` (no timeout error), resumes the cell with
+    ``wait`` until it completes, and the program ran exactly once."""
+    from agents import Agent, Runner, set_tracing_disabled
+    from agents.mcp import MCPServerStdio
+    from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
+
+    set_tracing_disabled(True)  # no trace export attempted without an API key
+    runs = tmp_path / "runs.txt"
+    program = (
+        f"await tools.record({{path: {json.dumps(str(runs))}, line: 'ran'}});"
+        "await new Promise(r => setTimeout(r, 7000)); text('slept')"
+    )
+    handed: list[str] = []  # every tool output the model was given, in order
+
+    def output_of(call: ModelCall) -> str:
+        item = [i for i in call.input if isinstance(i, dict)][-1]
+        assert item.get("type") == "function_call_output", item
+        output = item["output"]
+        text = output if isinstance(output, str) else json.dumps(output)
+        handed.append(text)
+        return text
+
+    def wait_or_answer(call: ModelCall) -> ModelStep:
+        seen = output_of(call)
+        if "Script running" not in seen:
+            return ModelStep(output=[assistant_message(seen)])
+        cell = re.search(r"cell ID (\w+)", handed[0])
+        assert cell is not None, handed
+        model.enqueue(ModelStep.respond(wait_or_answer))
+        arguments = json.dumps({"cell_id": cell.group(1)})  # the server's default yield
+        return ModelStep(output=[function_call("wait", arguments, call_id=f"w{len(handed)}")])
+
+    model = ScriptedModel(
+        [
+            ModelStep(output=[function_call("exec", {"code": program}, call_id="e")]),
+            ModelStep.respond(wait_or_answer),
+        ]
+    )
+
+    async def client() -> str:
+        async with MCPServerStdio(params=stdio_parameters()) as server:  # type: ignore[arg-type]
+            assert server.client_session_timeout_seconds == 5  # the default, kept
+            agent = Agent(name="coder", model=model, mcp_servers=[server])
+            result = await Runner.run(agent, "run the slow program")
+            return str(result.final_output)
+
+    with trio.fail_after(SAFETY):
+        final = await in_asyncio(client)
+    model.assert_complete()
+    assert "Script running with cell ID 1" in handed[0], handed
+    assert len(handed) >= 2, handed  # exec handed back running, then at least one wait
+    assert not any("timed out" in text or "Error" in text for text in handed), handed
+    assert "Script completed" in final and "slept" in final, final
+    assert runs.read_text() == "ran\n"
+
+
 # -- the MCP Inspector CLI -----------------------------------------------------------------
 
 
-async def test_mcp_inspector_cli_over_http() -> None:
-    inspector = node_command("mcp-inspector")
-    with trio.fail_after(SAFETY * 2):
-        async with served_over_http() as url:
-            called = await trio.run_process(
-                [
-                    *(inspector, "--cli", url, "--transport", "http", "--method", "tools/call"),
-                    *("--tool-name", "exec", "--tool-arg", f"code={CALLS_A_TOOL}"),
-                ],
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-            )
+async def inspector_call(target: list[str], tool: str, argument: str) -> dict[str, Any]:
+    """One ``tools/call`` by the Inspector CLI (one invocation, one MCP session), its
+    JSON answer; ``target`` is a URL or a command (the Inspector's own options after it:
+    ``--tool-arg`` takes every word that follows)."""
+    called = await trio.run_process(
+        [
+            *(node_command("mcp-inspector"), "--cli", "-e", f"PYTHONPATH={ROOT}", *target),
+            *("--method", "tools/call", "--tool-name", tool, "--tool-arg", argument),
+        ],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
     assert called.returncode == 0, called.stderr.decode()
-    result = json.loads(called.stdout)
+    result: dict[str, Any] = json.loads(called.stdout)
+    return result
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_mcp_inspector_cli(transport: str) -> None:
+    with trio.fail_after(SAFETY * 2):
+        if transport == "stdio":
+            command, args, _ = serve_command()
+            result = await inspector_call([command, *args], "exec", f"code={CALLS_A_TOOL}")
+        else:
+            async with served_over_http() as url:
+                target = [url, "--transport", "http"]
+                result = await inspector_call(target, "exec", f"code={CALLS_A_TOOL}")
     assert result["isError"] is False
     assert result["content"][0]["text"].startswith("Script completed\n")
     assert result["content"][1] == {"type": "text", "text": "5"}
+
+
+async def test_mcp_inspector_cli_a_wait_in_a_later_invocation_finds_no_cell() -> None:
+    """What docs/mcp.md's table says of the Inspector: each invocation is an MCP
+    session of its own, so a ``wait`` in a later one does not find the cell."""
+    with trio.fail_after(SAFETY * 2):
+        async with served_over_http() as url:
+            target = [url, "--transport", "http"]
+            started = await inspector_call(target, "exec", f"code={YIELDS}")
+            running = RUNNING.search(started["content"][0]["text"])
+            assert running is not None, started
+            waited = await inspector_call(target, "wait", f"cell_id={running.group(1)}")
+    assert waited["isError"] is True, waited
+    said = "\n".join(block["text"] for block in waited["content"])
+    assert f"exec cell {running.group(1)} not found" in said, waited

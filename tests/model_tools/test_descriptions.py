@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from code_mode import ToolDefinition, ToolKind, ToolName
 from code_mode.model_tools.descriptions import (
@@ -24,37 +23,12 @@ from code_mode.model_tools.descriptions import (
 from code_mode.model_tools.mcp_results import MCP_TYPES_PREAMBLE
 from code_mode.model_tools.typescript import tool_declaration
 
+from .schemas import mcp_result_schema, tool_definition
+
 GOLDEN = Path(__file__).parent / "golden" / "exec_description.txt"
 
 
-def _tool(
-    name: str,
-    description: str = "",
-    *,
-    namespace: str | None = None,
-    kind: ToolKind = ToolKind.FUNCTION,
-    input_schema: dict[str, Any] | None = None,
-    output_schema: dict[str, Any] | None = None,
-) -> ToolDefinition:
-    return ToolDefinition(
-        name=name,
-        tool_name=ToolName(name, namespace),
-        description=description,
-        kind=kind,
-        input_schema=input_schema,
-        output_schema=output_schema,
-    )
-
-
-def _mcp_result(structured: dict[str, Any] | None = None) -> dict[str, Any]:
-    properties: dict[str, Any] = {
-        "content": {"type": "array", "items": {"type": "object"}},
-        "isError": {"type": "boolean"},
-        "_meta": {"type": "object"},
-    }
-    if structured is not None:
-        properties["structuredContent"] = structured
-    return {"type": "object", "properties": properties, "required": ["content"]}
+_tool = tool_definition
 
 
 NAMESPACES = {
@@ -126,7 +100,7 @@ TOOLS = [
             },
             "required": ["query"],
         },
-        output_schema=_mcp_result(
+        output_schema=mcp_result_schema(
             {
                 "type": "object",
                 "properties": {
@@ -164,7 +138,7 @@ TOOLS = [
             },
             "required": ["id"],
         },
-        output_schema=_mcp_result(),
+        output_schema=mcp_result_schema(),
     ),
     _tool(
         "mcp__tracker__create_issue",

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from code_mode import ToolDefinition, ToolKind, ToolName
+from code_mode import ToolDefinition, ToolKind
 from code_mode.model_tools.mcp_results import (
     MCP_TYPES_PREAMBLE,
     is_mcp_call_tool_result,
@@ -21,6 +21,8 @@ from code_mode.model_tools.typescript import (
     render_schema,
     tool_declaration,
 )
+
+from .schemas import mcp_result_schema, tool_definition
 
 NODE = {
     "type": "object",
@@ -399,52 +401,30 @@ def test_normalize_identifier(name: str, identifier: str) -> None:
     assert normalize_identifier(name) == identifier
 
 
-def _mcp_output(structured: Any = None) -> dict[str, Any]:
-    properties: dict[str, Any] = {
-        "content": {"type": "array", "items": {"type": "object"}},
-        "isError": {"type": "boolean"},
-        "_meta": {"type": "object"},
-    }
-    if structured is not None:
-        properties["structuredContent"] = structured
-    return {"type": "object", "properties": properties, "required": ["content"]}
-
-
 def test_mcp_detection() -> None:
-    assert is_mcp_call_tool_result(_mcp_output())
-    assert mcp_structured_content_schema(_mcp_output()) is True
-    assert mcp_structured_content_schema(_mcp_output({"type": "string"})) == {"type": "string"}
+    assert is_mcp_call_tool_result(mcp_result_schema())
+    assert mcp_structured_content_schema(mcp_result_schema()) is True
+    assert mcp_structured_content_schema(mcp_result_schema({"type": "string"})) == {
+        "type": "string"
+    }
     broken: Any
     for broken in (
         {"properties": {}},
         None,
         {"type": "object"},
-        _mcp_output() | {"properties": {"content": {"type": "array"}}},
+        mcp_result_schema() | {"properties": {"content": {"type": "array"}}},
     ):
         assert not is_mcp_call_tool_result(broken)
-    no_meta = _mcp_output()
+    no_meta = mcp_result_schema()
     del no_meta["properties"]["_meta"]
     assert not is_mcp_call_tool_result(no_meta)
-    bad_is_error = _mcp_output()
+    bad_is_error = mcp_result_schema()
     bad_is_error["properties"]["isError"] = {"type": "string"}
     assert not is_mcp_call_tool_result(bad_is_error)
 
 
-def _tool(
-    name: str = "get_weather",
-    *,
-    kind: ToolKind = ToolKind.FUNCTION,
-    input_schema: dict[str, Any] | None = None,
-    output_schema: dict[str, Any] | None = None,
-) -> ToolDefinition:
-    return ToolDefinition(
-        name=name,
-        tool_name=ToolName(name),
-        description="d",
-        kind=kind,
-        input_schema=input_schema,
-        output_schema=output_schema,
-    )
+def _tool(name: str = "get_weather", **fields: Any) -> ToolDefinition:
+    return tool_definition(name, "d", **fields)
 
 
 def test_tool_declaration_function() -> None:
@@ -484,23 +464,25 @@ def test_tool_declaration_freeform_ignores_input_schema() -> None:
 
 
 def test_tool_declaration_mcp_output() -> None:
-    plain = _tool("search", output_schema=_mcp_output())
+    plain = _tool("search", output_schema=mcp_result_schema())
     assert tool_declaration(plain).endswith("Promise<CallToolResult>; };")
     typed = _tool(
         "search",
-        output_schema=_mcp_output({"type": "object", "properties": {"n": {"type": "integer"}}}),
+        output_schema=mcp_result_schema(
+            {"type": "object", "properties": {"n": {"type": "integer"}}}
+        ),
     )
     assert tool_declaration(typed).endswith("Promise<CallToolResult<{ n?: number; }>>; };")
     # structuredContent's refs resolve in structuredContent itself, as upstream's
     # code_mode_types_structured_content_result_refs (description.rs, openai/codex
     # 4f39251a010a) has them: an MCP server's outputSchema keeps its own $defs.
-    refs = _mcp_output(
+    refs = mcp_result_schema(
         {"$ref": "#/$defs/R", "$defs": {"R": {"type": "array", "items": {"type": "string"}}}}
     )
     assert tool_declaration(_tool("s", output_schema=refs)).endswith(
         "Promise<CallToolResult<Array<string>>>; };"
     )
-    outer = _mcp_output({"$ref": "#/$defs/R"})
+    outer = mcp_result_schema({"$ref": "#/$defs/R"})
     outer["$defs"] = {"R": {"type": "string"}}
     assert tool_declaration(_tool("s", output_schema=outer)).endswith("Promise<CallToolResult>; };")
 

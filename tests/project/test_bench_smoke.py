@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 
 import attrs
+import pytest
 
-from bench.ours import isolation_modes
+from bench.ours import config, isolation_modes, variant_side
 from bench.results import write_results
 from bench.sizes import QUICK
 from bench.suite import ALL, run_all
@@ -206,3 +207,15 @@ def test_polling_benchmark_counts_turns_and_bytes() -> None:
     assert polling.waits == polling.turns - 2  # every turn between exec and answer
     assert polling.conversation_bytes > max(floor.conversation_bytes, push.conversation_bytes)
     assert "| push | 3 | 0 (0) |" in format_table(tallies)
+
+
+def test_a_variant_side_changes_one_runtime_config_field() -> None:
+    """``python -m bench.run --also-with FIELD=JSON``: a side of its own whose
+    configuration differs from its mode's in that field only."""
+    side = variant_side("process", "max_journal_chars=0")
+    assert side == "process+max_journal_chars=0"
+    assert config(side) == attrs.evolve(config("process"), max_journal_chars=0)
+    with pytest.raises(ValueError, match="not a RuntimeConfig field"):
+        variant_side("process", "nope=1")
+    with pytest.raises(ValueError, match="must be JSON"):
+        variant_side("process", "max_journal_chars=lots")

@@ -14,15 +14,30 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SAFETY = 10.0  # seconds; a hang guard, never the thing under test
 
 
-def test_agent_loop_example(capsys: pytest.CaptureFixture[str]) -> None:
-    namespace = runpy.run_path(str(EXAMPLES / "agent_loop.py"))
+def run_example(name: str, capsys: pytest.CaptureFixture[str]) -> tuple[str, str]:
+    """Run the ``main()`` of ``examples/<name>`` (an async function); return its
+    answer as text and what it printed."""
+    namespace = runpy.run_path(str(EXAMPLES / name))
 
     async def run() -> str:
         with trio.fail_after(SAFETY):
             return str(await namespace["main"]())
 
     answer = trio.run(run)
-    output = capsys.readouterr().out
+    return answer, capsys.readouterr().out
+
+
+def assert_in_order(output: str, steps: list[str]) -> None:
+    """Each step is found in ``output``, in this order."""
+    position = 0
+    for step in steps:
+        found = output.find(step, position)
+        assert found >= 0, f"missing or out of order: {step!r}\n{output}"
+        position = found
+
+
+def test_agent_loop_example(capsys: pytest.CaptureFixture[str]) -> None:
+    answer, output = run_example("agent_loop.py", capsys)
     assert answer == "Here you go: Lisbon: sunny, 21 °C, population 545,923"
     steps = [
         "user: What is the weather in Lisbon",
@@ -34,24 +49,13 @@ def test_agent_loop_example(capsys: pytest.CaptureFixture[str]) -> None:
         "assistant: Here you go:",
     ]
     assert "[notify from cell 1] Looking up Lisbon...\n" in output
-    position = 0
-    for step in steps:
-        found = output.find(step, position)
-        assert found >= 0, f"missing or out of order: {step!r}\n{output}"
-        position = found
+    assert_in_order(output, steps)
 
 
 def test_agent_loop_push_example_ends_the_turn_and_resumes_on_the_push(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    namespace = runpy.run_path(str(EXAMPLES / "agent_loop_push.py"))
-
-    async def run() -> str:
-        with trio.fail_after(SAFETY):
-            return str(await namespace["main"]())
-
-    answer = trio.run(run)
-    output = capsys.readouterr().out
+    answer, output = run_example("agent_loop_push.py", capsys)
     assert answer == "Done: checkout had 17 errors yesterday."
     steps = [
         "user: How many errors did checkout have",
@@ -63,11 +67,7 @@ def test_agent_loop_push_example_ends_the_turn_and_resumes_on_the_push(
         "checkout had 17 errors yesterday",
         "assistant: Done: checkout had 17 errors yesterday.",
     ]
-    position = 0
-    for step in steps:
-        found = output.find(step, position)
-        assert found >= 0, f"missing or out of order: {step!r}\n{output}"
-        position = found
+    assert_in_order(output, steps)
     assert "model -> wait" not in output
 
 

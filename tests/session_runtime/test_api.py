@@ -33,7 +33,7 @@ from code_mode._engine._worker_death import COLLATERAL
 from code_mode._engine.isolate import Isolate
 from code_mode._v8 import _native
 
-from ..helpers import SAFETY, GateDelegate, config, engine, request
+from ..helpers import SAFETY, GateDelegate, config, engine, request, settled, yielded_cell
 
 # -- errors --------------------------------------------------------------------------
 
@@ -120,8 +120,7 @@ async def test_a_second_observer_is_busy_and_does_not_displace_the_first(isolati
     delegate = GateDelegate()
     async with SessionRuntime(delegate, config(isolation)) as runtime:
         source = "yield_control(); await tools.block();"
-        started = await runtime.execute(request(source, ["block"]), YieldAfter(60))
-        assert await started.initial_event() == Yielded([])
+        started = await yielded_cell(runtime, request(source, ["block"]), YieldAfter(60))
         first = await runtime.begin_observe(started.cell_id, YieldAfter(60))
         with pytest.raises(BusyObserver) as raised:
             await runtime.observe(started.cell_id, YieldAfter(60))
@@ -143,8 +142,7 @@ async def test_begin_observe_admits_before_event_is_awaited(isolation: str) -> N
     async with SessionRuntime(delegate, config(isolation)) as runtime:
         source = 'yield_control(); await tools.gate(); text("later"); yield_control(); '
         source += "await tools.block();"
-        started = await runtime.execute(request(source, ["gate", "block"]), YieldAfter(60))
-        assert await started.initial_event() == Yielded([])
+        started = await yielded_cell(runtime, request(source, ["gate", "block"]), YieldAfter(60))
         pending = await runtime.begin_observe(started.cell_id, YieldAfter(60))
         assert pending.cell_id == started.cell_id
         # Admitted already: a second observer is refused before anyone awaits the first.
@@ -187,14 +185,8 @@ async def test_concurrent_terminate_is_already_terminating(isolation: str) -> No
 
 async def test_natural_completion_wins_over_a_later_terminate(isolation: str) -> None:
     async with SessionRuntime(GateDelegate(), config(isolation)) as runtime:
-        started = await runtime.execute(request('text("done")'), YieldAfter(0))
-        assert await started.initial_event() == Yielded([])
-        cell = runtime._cell(started.cell_id)
-        assert cell is not None
-        from code_mode._cell.cell import Phase
-
-        with trio.fail_after(SAFETY):
-            await cell.wait_for_phase(Phase.COMPLETED)
+        started = await yielded_cell(runtime, request('text("done")'), YieldAfter(0))
+        await settled(runtime, started.cell_id)
         assert await runtime.terminate(started.cell_id) == Completed([Text("done")])
 
 
@@ -334,8 +326,7 @@ async def test_a_cancelled_shutdown_leaves_the_session_closed(isolation: str) ->
 async def test_shutdown_terminates_running_cells_and_waits_for_their_close(isolation: str) -> None:
     delegate = GateDelegate()
     async with SessionRuntime(delegate, config(isolation)) as runtime:
-        started = await runtime.execute(request("while (true) {}"), YieldAfter(0.001))
-        assert await started.initial_event() == Yielded([])
+        started = await yielded_cell(runtime, request("while (true) {}"), YieldAfter(0.001))
         with trio.fail_after(SAFETY):
             await runtime.shutdown()
         assert delegate.closed == [started.cell_id]

@@ -26,7 +26,7 @@ from code_mode import (
     Yielded,
 )
 
-from ..helpers import SAFETY, GateDelegate, config, request
+from ..helpers import SAFETY, GateDelegate, config, request, yielded_cell
 
 FOREVER = SAFETY * 1000  # a yield time no test reaches
 
@@ -45,6 +45,13 @@ class Recorder:
     async def observe(self, runtime: SessionRuntime, cell_id: CellId, mode: YieldAfter) -> None:
         self.events.append(await runtime.observe(cell_id, mode))
         self.done.set()
+
+    async def start_observing(
+        self, nursery: trio.Nursery, runtime: SessionRuntime, cell_id: CellId, mode: YieldAfter
+    ) -> None:
+        """Observe in a task of ``nursery``; returns once every task is blocked."""
+        nursery.start_soon(self.observe, runtime, cell_id, mode)
+        await trio.testing.wait_all_tasks_blocked()
 
 
 async def test_preempt_ends_exec_while_a_tool_call_is_in_flight(isolation: str) -> None:
@@ -71,13 +78,11 @@ async def test_preempt_ends_a_wait(isolation: str) -> None:
     delegate = GateDelegate(gates=["gate"])
     source = 'await tools.gate({}); text("b");'
     async with SessionRuntime(delegate, config(isolation)) as runtime:
-        started = await runtime.execute(request(source, ["gate"]), YieldAfter(0))
-        assert await started.initial_event() == Yielded([])
+        started = await yielded_cell(runtime, request(source, ["gate"]), YieldAfter(0))
         await delegate.next_call()
         recorder = Recorder()
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(recorder.observe, runtime, started.cell_id, YieldAfter(FOREVER))
-            await trio.testing.wait_all_tasks_blocked()
+            await recorder.start_observing(nursery, runtime, started.cell_id, YieldAfter(FOREVER))
             assert await runtime.preempt(started.cell_id)
         assert recorder.events == [Yielded([])]
         delegate.release("gate")
@@ -144,15 +149,13 @@ async def test_a_wait_with_nothing_new_holds_until_output(
     delegate = GateDelegate(gates=["gate", "second"])
     source = 'await tools.gate({}); text("late"); text("with it"); await tools.second({});'
     async with SessionRuntime(delegate, config("thread")) as runtime:
-        started = await runtime.execute(request(source, ["gate", "second"]), YieldAfter(0))
-        assert await started.initial_event() == Yielded([])
+        started = await yielded_cell(runtime, request(source, ["gate", "second"]), YieldAfter(0))
         await delegate.next_call()
         recorder = Recorder()
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(
-                recorder.observe, runtime, started.cell_id, YieldAfter(1.0, idle_floor=30.0)
+            await recorder.start_observing(
+                nursery, runtime, started.cell_id, YieldAfter(1.0, idle_floor=30.0)
             )
-            await trio.testing.wait_all_tasks_blocked()
             mock_clock.jump(5.0)  # past the yield time, short of the floor
             await trio.testing.wait_all_tasks_blocked()
             assert recorder.events == []  # nothing new: it holds
@@ -167,17 +170,15 @@ async def test_a_holding_wait_returns_at_the_floor_or_at_the_end(
 ) -> None:
     delegate = GateDelegate(gates=["gate"])
     async with SessionRuntime(delegate, config("thread")) as runtime:
-        started = await runtime.execute(
-            request('await tools.gate({}); text("done");', ["gate"]), YieldAfter(0)
+        started = await yielded_cell(
+            runtime, request('await tools.gate({}); text("done");', ["gate"]), YieldAfter(0)
         )
-        assert await started.initial_event() == Yielded([])
         await delegate.next_call()
         floor = Recorder()
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(
-                floor.observe, runtime, started.cell_id, YieldAfter(1.0, idle_floor=30.0)
+            await floor.start_observing(
+                nursery, runtime, started.cell_id, YieldAfter(1.0, idle_floor=30.0)
             )
-            await trio.testing.wait_all_tasks_blocked()
             mock_clock.jump(29.0)
             await trio.testing.wait_all_tasks_blocked()
             assert floor.events == []
@@ -186,10 +187,9 @@ async def test_a_holding_wait_returns_at_the_floor_or_at_the_end(
 
         end = Recorder()
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(
-                end.observe, runtime, started.cell_id, YieldAfter(0, idle_floor=30.0)
+            await end.start_observing(
+                nursery, runtime, started.cell_id, YieldAfter(0, idle_floor=30.0)
             )
-            await trio.testing.wait_all_tasks_blocked()
             assert end.events == []
             delegate.release("gate")
         assert end.events == [Completed([Text("done")])]
@@ -210,10 +210,9 @@ async def test_a_wait_that_finds_output_returns_at_its_yield_time(
         # A preempt ends a holding wait as well.
         recorder = Recorder()
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(
-                recorder.observe, runtime, started.cell_id, YieldAfter(0, idle_floor=30.0)
+            await recorder.start_observing(
+                nursery, runtime, started.cell_id, YieldAfter(0, idle_floor=30.0)
             )
-            await trio.testing.wait_all_tasks_blocked()
             assert await runtime.preempt(started.cell_id)
         assert recorder.events == [Yielded([])]
         await runtime.terminate(started.cell_id)

@@ -27,9 +27,8 @@ from code_mode import (
     YieldAfter,
     Yielded,
 )
-from code_mode._cell.cell import Phase
 
-from ..helpers import SAFETY, GateDelegate, config, request
+from ..helpers import SAFETY, GateDelegate, config, request, settled
 
 #: Hands back at once (``yield_control``), then waits for the test's ``gate``.
 HANDED_BACK = 'text("a"); yield_control(); await tools.gate({}); text("b");'
@@ -69,20 +68,28 @@ class OrderedDelegate(GateDelegate):
         await super().cell_closed(cell_id)
 
 
-async def completed(runtime: SessionRuntime, cell_id: CellId) -> None:
-    """Wait until the cell's completion is settled (buffered, delivered or pushed)."""
-    cell = runtime._cell(cell_id)
-    assert cell is not None
-    with trio.fail_after(SAFETY):
-        await cell.wait_for_phase(Phase.COMPLETED)
-
-
-async def handed_back(runtime: SessionRuntime, source: str = HANDED_BACK) -> CellId:
-    """Start ``source`` and take its initial ``Yielded`` (the caller is told it runs)."""
+async def handed_back(
+    runtime: SessionRuntime, delegate: GateDelegate, source: str = HANDED_BACK
+) -> CellId:
+    """Start ``source``, take its initial ``Yielded`` (the caller is told it runs) and
+    wait until the program calls the delegate's gate."""
     started = await runtime.execute(request(source, ["gate"]), YieldAfter(SAFETY * 100))
     with trio.fail_after(SAFETY):
         assert await started.initial_event() == Yielded([Text("a")])
+    await delegate.next_call()
     return started.cell_id
+
+
+def pushing(delegate: GateDelegate, pushes: Pushes) -> SessionRuntime:
+    """A process-mode runtime that pushes to ``pushes``."""
+    return SessionRuntime(delegate, config("process"), on_finished=pushes)
+
+
+async def push_started(delegate: GateDelegate, pushes: Pushes) -> None:
+    """Open the gate and wait until the (held) push has started."""
+    delegate.release("gate")
+    with trio.fail_after(SAFETY):
+        await pushes.started.wait()
 
 
 async def test_a_handed_back_cell_that_completes_is_pushed_once_then_gone(
@@ -92,8 +99,7 @@ async def test_a_handed_back_cell_that_completes_is_pushed_once_then_gone(
     delegate = OrderedDelegate(order)
     pushes = Pushes(order=order)
     async with SessionRuntime(delegate, config(isolation), on_finished=pushes) as runtime:
-        cell_id = await handed_back(runtime)
-        await delegate.next_call()
+        cell_id = await handed_back(runtime, delegate)
         delegate.release("gate")
         with trio.fail_after(SAFETY):
             await delegate.closed_event.wait()
@@ -110,9 +116,8 @@ async def test_a_handed_back_cell_that_completes_is_pushed_once_then_gone(
 async def test_the_observation_attached_when_the_program_ends_gets_it_not_the_push() -> None:
     delegate = GateDelegate(gates=["gate"])
     pushes = Pushes()
-    async with SessionRuntime(delegate, config("process"), on_finished=pushes) as runtime:
-        cell_id = await handed_back(runtime)
-        await delegate.next_call()
+    async with pushing(delegate, pushes) as runtime:
+        cell_id = await handed_back(runtime, delegate)
         pending = await runtime.begin_observe(cell_id, YieldAfter(SAFETY * 100))
         delegate.release("gate")
         with trio.fail_after(SAFETY):
@@ -124,12 +129,9 @@ async def test_the_observation_attached_when_the_program_ends_gets_it_not_the_pu
 async def test_a_wait_that_starts_while_the_push_is_delivered_finds_no_cell() -> None:
     delegate = GateDelegate(gates=["gate"])
     pushes = Pushes(hold=True)
-    async with SessionRuntime(delegate, config("process"), on_finished=pushes) as runtime:
-        cell_id = await handed_back(runtime)
-        await delegate.next_call()
-        delegate.release("gate")
-        with trio.fail_after(SAFETY):
-            await pushes.started.wait()
+    async with pushing(delegate, pushes) as runtime:
+        cell_id = await handed_back(runtime, delegate)
+        await push_started(delegate, pushes)
         # The push is being delivered: the result is on its way by that one path.
         with pytest.raises(MissingCell):
             await runtime.observe(cell_id, YieldAfter(SAFETY))
@@ -147,9 +149,8 @@ async def test_a_wait_that_starts_while_the_push_is_delivered_finds_no_cell() ->
 async def test_a_cancelled_wait_leaves_the_end_to_the_push() -> None:
     delegate = GateDelegate(gates=["gate"])
     pushes = Pushes()
-    async with SessionRuntime(delegate, config("process"), on_finished=pushes) as runtime:
-        cell_id = await handed_back(runtime)
-        await delegate.next_call()
+    async with pushing(delegate, pushes) as runtime:
+        cell_id = await handed_back(runtime, delegate)
         with trio.move_on_after(0) as scope:
             await runtime.observe(cell_id, YieldAfter(SAFETY * 100))
         assert scope.cancelled_caught
@@ -162,7 +163,7 @@ async def test_a_cancelled_wait_leaves_the_end_to_the_push() -> None:
 async def test_a_cell_never_handed_back_keeps_its_completion_for_the_next_wait() -> None:
     delegate = GateDelegate(gates=["gate"])
     pushes = Pushes()
-    async with SessionRuntime(delegate, config("process"), on_finished=pushes) as runtime:
+    async with pushing(delegate, pushes) as runtime:
         started = await runtime.execute(
             request('await tools.gate({}); text("b");', ["gate"]), YieldAfter(SAFETY * 100)
         )
@@ -170,7 +171,7 @@ async def test_a_cell_never_handed_back_keeps_its_completion_for_the_next_wait()
             await started.initial_event()
         await delegate.next_call()
         delegate.release("gate")
-        await completed(runtime, started.cell_id)
+        await settled(runtime, started.cell_id)
         await trio.testing.wait_all_tasks_blocked()
         assert pushes.received == []  # nobody was told it runs: nothing to push
         event = await runtime.observe(started.cell_id, YieldAfter(0))
@@ -181,7 +182,7 @@ async def test_a_completion_behind_an_initial_yield_is_pushed_once_the_yield_is_
     delegate = GateDelegate(gates=["first", "gate"])
     pushes = Pushes()
     source = "await tools.first({}); " + HANDED_BACK
-    async with SessionRuntime(delegate, config("process"), on_finished=pushes) as runtime:
+    async with pushing(delegate, pushes) as runtime:
         started = await runtime.execute(
             request(source, ["first", "gate"]), YieldAfter(SAFETY * 100)
         )
@@ -191,7 +192,7 @@ async def test_a_completion_behind_an_initial_yield_is_pushed_once_the_yield_is_
         delegate.release("first")
         await delegate.next_call()
         delegate.release("gate")
-        await completed(runtime, started.cell_id)
+        await settled(runtime, started.cell_id)
         await trio.testing.wait_all_tasks_blocked()
         assert pushes.received == []
         # The next wait gets the initial yield (so its caller is told the program
@@ -207,9 +208,8 @@ async def test_a_completion_behind_an_initial_yield_is_pushed_once_the_yield_is_
 async def test_terminate_gets_the_end_and_nothing_is_pushed() -> None:
     delegate = GateDelegate(gates=["gate"])
     pushes = Pushes()
-    async with SessionRuntime(delegate, config("process"), on_finished=pushes) as runtime:
-        cell_id = await handed_back(runtime)
-        await delegate.next_call()
+    async with pushing(delegate, pushes) as runtime:
+        cell_id = await handed_back(runtime, delegate)
         assert await runtime.terminate(cell_id) == Terminated([])
         with trio.fail_after(SAFETY):
             await delegate.closed_event.wait()
@@ -222,8 +222,7 @@ async def test_a_limit_broken_after_the_hand_back_is_pushed_as_a_failure() -> No
     limits = config("process", max_output_bytes=1000)
     source = 'text("a"); yield_control(); await tools.gate({}); text("x".repeat(2000));'
     async with SessionRuntime(delegate, limits, on_finished=pushes) as runtime:
-        cell_id = await handed_back(runtime, source)
-        await delegate.next_call()
+        cell_id = await handed_back(runtime, delegate, source)
         delegate.release("gate")
         with trio.fail_after(SAFETY):
             await pushes.done.wait()
@@ -240,8 +239,7 @@ async def test_the_running_time_limit_is_pushed(mock_clock: trio.testing.MockClo
     # would be killed as hung, which is another failure than the one under test.
     limits = config("thread", max_cell_seconds=60.0)
     async with SessionRuntime(delegate, limits, on_finished=pushes) as runtime:
-        cell_id = await handed_back(runtime)
-        await delegate.next_call()
+        cell_id = await handed_back(runtime, delegate)
         await trio.testing.wait_all_tasks_blocked()
         mock_clock.jump(61)
         with trio.fail_after(SAFETY):
@@ -255,9 +253,8 @@ async def test_the_running_time_limit_is_pushed(mock_clock: trio.testing.MockClo
 async def test_shutdown_ends_a_handed_back_cell_without_a_push() -> None:
     delegate = GateDelegate(gates=["gate"])
     pushes = Pushes()
-    async with SessionRuntime(delegate, config("process"), on_finished=pushes) as runtime:
-        cell_id = await handed_back(runtime)
-        await delegate.next_call()
+    async with pushing(delegate, pushes) as runtime:
+        cell_id = await handed_back(runtime, delegate)
         await runtime.shutdown()
         assert delegate.closed == [cell_id]
     assert pushes.received == []
@@ -266,12 +263,9 @@ async def test_shutdown_ends_a_handed_back_cell_without_a_push() -> None:
 async def test_shutdown_waits_for_a_push_in_flight_which_arrives_once() -> None:
     delegate = GateDelegate(gates=["gate"])
     pushes = Pushes(hold=True)
-    async with SessionRuntime(delegate, config("process"), on_finished=pushes) as runtime:
-        cell_id = await handed_back(runtime)
-        await delegate.next_call()
-        delegate.release("gate")
-        with trio.fail_after(SAFETY):
-            await pushes.started.wait()
+    async with pushing(delegate, pushes) as runtime:
+        cell_id = await handed_back(runtime, delegate)
+        await push_started(delegate, pushes)
         shut = trio.Event()
 
         async def shut_down() -> None:
@@ -291,12 +285,9 @@ async def test_leaving_the_block_by_an_exception_cancels_a_push_in_flight() -> N
     delegate = GateDelegate(gates=["gate"])
     pushes = Pushes(hold=True)
     with pytest.RaisesGroup(KeyError):
-        async with SessionRuntime(delegate, config("process"), on_finished=pushes) as runtime:
-            cell_id = await handed_back(runtime)
-            await delegate.next_call()
-            delegate.release("gate")
-            with trio.fail_after(SAFETY):
-                await pushes.started.wait()
+        async with pushing(delegate, pushes) as runtime:
+            cell_id = await handed_back(runtime, delegate)
+            await push_started(delegate, pushes)
             raise KeyError("the host fails")
     assert pushes.received == []
     assert delegate.closed == [cell_id]  # the close path still ran
@@ -307,9 +298,8 @@ async def test_a_push_that_raises_is_logged_and_the_session_carries_on(
 ) -> None:
     delegate = GateDelegate(gates=["gate"])
     pushes = Pushes(fail=True)
-    async with SessionRuntime(delegate, config("process"), on_finished=pushes) as runtime:
-        cell_id = await handed_back(runtime)
-        await delegate.next_call()
+    async with pushing(delegate, pushes) as runtime:
+        cell_id = await handed_back(runtime, delegate)
         with caplog.at_level(logging.WARNING, logger="code_mode"):
             delegate.release("gate")
             with trio.fail_after(SAFETY):
@@ -323,10 +313,9 @@ async def test_a_push_that_raises_is_logged_and_the_session_carries_on(
 async def test_without_on_finished_a_handed_back_completion_waits_for_the_next_wait() -> None:
     delegate = GateDelegate(gates=["gate"])
     async with SessionRuntime(delegate, config("process")) as runtime:
-        cell_id = await handed_back(runtime)
-        await delegate.next_call()
+        cell_id = await handed_back(runtime, delegate)
         delegate.release("gate")
-        await completed(runtime, cell_id)
+        await settled(runtime, cell_id)
         await trio.testing.wait_all_tasks_blocked()
         assert delegate.closed == []
         assert await runtime.observe(cell_id, YieldAfter(0)) == Completed([Text("b")])

@@ -10,6 +10,8 @@ builds, which is deterministic: if the operation could finish, it would have.
 from __future__ import annotations
 
 import enum
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import attrs
 import pytest
@@ -120,6 +122,11 @@ class Task:
         nursery.start_soon(run)
         return task
 
+    async def assert_still_running(self) -> None:
+        """Once every task is blocked, the task has not finished."""
+        await trio.testing.wait_all_tasks_blocked()
+        assert not self.done.is_set()
+
     async def wait(self) -> object:
         with trio.fail_after(SAFETY):
             await self.done.wait()
@@ -128,21 +135,97 @@ class Task:
         return self.result
 
 
+class SessionOwner:
+    """A task that opens a session, starts one cell of ``source`` (checking its
+    initial event when ``initial`` is given), sets ``ready``, and leaves the session
+    block when ``drop`` is set (then sets ``dropped``)."""
+
+    def __init__(
+        self,
+        delegate: BlockingCloseDelegate | BlockingNotificationDelegate,
+        isolation: str,
+        source: str,
+        mode: YieldAfter,
+        initial: Yielded | None = None,
+    ) -> None:
+        self.delegate, self.isolation = delegate, isolation
+        self.source, self.mode, self.initial = source, mode, initial
+        self.ready, self.drop, self.dropped = trio.Event(), trio.Event(), trio.Event()
+        self.runtime: SessionRuntime | None = None
+        self.cell_id: CellId | None = None
+
+    async def run(self) -> None:
+        async with SessionRuntime(self.delegate, config(self.isolation)) as runtime:
+            self.runtime = runtime
+            started = await runtime.execute(execute_request(self.source), self.mode)
+            self.cell_id = started.cell_id
+            if self.initial is not None:
+                assert await started.initial_event() == self.initial
+            self.ready.set()
+            await self.drop.wait()
+        self.dropped.set()
+
+    async def drop_while_the_registry_is_locked(self) -> SessionRuntime:
+        """Leave the session block while the test holds the registry lock; returns
+        the session once every task is blocked and the lock is released."""
+        runtime = self.runtime
+        assert runtime is not None
+        await runtime._registry_lock.acquire()
+        self.drop.set()
+        await trio.testing.wait_all_tasks_blocked()
+        runtime._registry_lock.release()
+        return runtime
+
+
 DONE = Completed(content_items=[Text("done")], error_text=None)
 
 
-async def test_closing_cells_reject_requests_while_delegate_cleanup_runs(isolation: str) -> None:
-    delegate = BlockingCloseDelegate(FirstCloseOutcome.SUCCEEDS)
+@asynccontextmanager
+async def session_and_nursery(
+    delegate: BlockingCloseDelegate, isolation: str
+) -> AsyncIterator[tuple[SessionRuntime, trio.Nursery]]:
+    """A session in ``isolation`` mode and a nursery for the test's tasks (closed
+    before the session)."""
     async with (
         SessionRuntime(delegate, config(isolation)) as runtime,
         trio.open_nursery() as nursery,
     ):
-        started = await runtime.execute(execute_request('text("done");'), YieldAfter(60))
-        cell_id = started.cell_id
+        yield runtime, nursery
 
-        assert await started.initial_event() == DONE
-        with trio.fail_after(SAFETY):
-            assert await delegate.close_started.receive() == cell_id
+
+async def completed_cell_closing(
+    runtime: SessionRuntime, delegate: BlockingCloseDelegate
+) -> CellId:
+    """Run a cell to its completion and wait until its delegate cleanup has started
+    (it then waits for ``close_release``); returns the cell's id."""
+    started = await runtime.execute(execute_request('text("done");'), YieldAfter(60))
+    assert await started.initial_event() == DONE
+    with trio.fail_after(SAFETY):
+        assert await delegate.close_started.receive() == started.cell_id
+    return started.cell_id
+
+
+async def shutdown_while_two_cells_close(
+    runtime: SessionRuntime, delegate: BlockingCloseDelegate, nursery: trio.Nursery
+) -> Task:
+    """With one completed cell in its delegate cleanup and one live cell, start
+    shutdown; returns it once the live cell's cleanup has started too."""
+    closing_cell_id = await completed_cell_closing(runtime, delegate)
+    live = await runtime.execute(execute_request("while (true) {}"), YieldAfter(0.001))
+    assert await live.initial_event() == Yielded(content_items=[])
+
+    shutdown = Task.spawn(nursery, runtime.shutdown)
+    with trio.fail_after(SAFETY):
+        terminated_cell_id = await delegate.close_started.receive()
+    assert terminated_cell_id == live.cell_id
+    assert closing_cell_id != terminated_cell_id
+    return shutdown
+
+
+async def test_closing_cells_reject_requests_while_delegate_cleanup_runs(isolation: str) -> None:
+    delegate = BlockingCloseDelegate(FirstCloseOutcome.SUCCEEDS)
+    async with session_and_nursery(delegate, isolation) as (runtime, nursery):
+        cell_id = await completed_cell_closing(runtime, delegate)
 
         with pytest.raises(MissingCell) as observed:
             await runtime.observe(cell_id, PendingFrontier())
@@ -152,8 +235,7 @@ async def test_closing_cells_reject_requests_while_delegate_cleanup_runs(isolati
         assert terminated.value == MissingCell(cell_id)
 
         shutdown = Task.spawn(nursery, runtime.shutdown)
-        await trio.testing.wait_all_tasks_blocked()
-        assert not shutdown.done.is_set()
+        await shutdown.assert_still_running()
 
         delegate.close_release.release()
 
@@ -162,29 +244,13 @@ async def test_closing_cells_reject_requests_while_delegate_cleanup_runs(isolati
 
 async def test_shutdown_waits_for_each_cell_to_finish_delegate_cleanup(isolation: str) -> None:
     delegate = BlockingCloseDelegate(FirstCloseOutcome.SUCCEEDS)
-    async with (
-        SessionRuntime(delegate, config(isolation)) as runtime,
-        trio.open_nursery() as nursery,
-    ):
-        completed = await runtime.execute(execute_request('text("done");'), YieldAfter(60))
-        assert await completed.initial_event() == DONE
-        with trio.fail_after(SAFETY):
-            closing_cell_id = await delegate.close_started.receive()
+    async with session_and_nursery(delegate, isolation) as (runtime, nursery):
+        shutdown = await shutdown_while_two_cells_close(runtime, delegate, nursery)
 
-        live = await runtime.execute(execute_request("while (true) {}"), YieldAfter(0.001))
-        assert await live.initial_event() == Yielded(content_items=[])
-
-        shutdown = Task.spawn(nursery, runtime.shutdown)
-        with trio.fail_after(SAFETY):
-            terminated_cell_id = await delegate.close_started.receive()
-        assert closing_cell_id != terminated_cell_id
-
-        await trio.testing.wait_all_tasks_blocked()
-        assert not shutdown.done.is_set()
+        await shutdown.assert_still_running()
 
         delegate.close_release.release()
-        await trio.testing.wait_all_tasks_blocked()
-        assert not shutdown.done.is_set()
+        await shutdown.assert_still_running()
 
         delegate.close_release.release()
         assert await shutdown.wait() is None
@@ -194,26 +260,11 @@ async def test_shutdown_waits_for_remaining_cells_when_delegate_cleanup_fails(
     isolation: str,
 ) -> None:
     delegate = BlockingCloseDelegate(FirstCloseOutcome.FAILS)
-    async with (
-        SessionRuntime(delegate, config(isolation)) as runtime,
-        trio.open_nursery() as nursery,
-    ):
-        completed = await runtime.execute(execute_request('text("done");'), YieldAfter(60))
-        assert await completed.initial_event() == DONE
-        with trio.fail_after(SAFETY):
-            closing_cell_id = await delegate.close_started.receive()
-
-        live = await runtime.execute(execute_request("while (true) {}"), YieldAfter(0.001))
-        assert await live.initial_event() == Yielded(content_items=[])
-
-        shutdown = Task.spawn(nursery, runtime.shutdown)
-        with trio.fail_after(SAFETY):
-            terminated_cell_id = await delegate.close_started.receive()
-        assert closing_cell_id != terminated_cell_id
+    async with session_and_nursery(delegate, isolation) as (runtime, nursery):
+        shutdown = await shutdown_while_two_cells_close(runtime, delegate, nursery)
 
         delegate.close_release.release()
-        await trio.testing.wait_all_tasks_blocked()
-        assert not shutdown.done.is_set()
+        await shutdown.assert_still_running()
 
         delegate.close_release.release()
         assert await shutdown.wait() is None
@@ -221,21 +272,13 @@ async def test_shutdown_waits_for_remaining_cells_when_delegate_cleanup_fails(
 
 async def test_concurrent_shutdowns_wait_for_the_same_cell_cleanup(isolation: str) -> None:
     delegate = BlockingCloseDelegate(FirstCloseOutcome.SUCCEEDS)
-    async with (
-        SessionRuntime(delegate, config(isolation)) as runtime,
-        trio.open_nursery() as nursery,
-    ):
-        completed = await runtime.execute(execute_request('text("done");'), YieldAfter(60))
-        cell_id = completed.cell_id
-        assert await completed.initial_event() == DONE
-        with trio.fail_after(SAFETY):
-            assert await delegate.close_started.receive() == cell_id
+    async with session_and_nursery(delegate, isolation) as (runtime, nursery):
+        await completed_cell_closing(runtime, delegate)
 
         first_shutdown = Task.spawn(nursery, runtime.shutdown)
         second_shutdown = Task.spawn(nursery, runtime.shutdown)
 
-        await trio.testing.wait_all_tasks_blocked()
-        assert not first_shutdown.done.is_set()
+        await first_shutdown.assert_still_running()
         assert not second_shutdown.done.is_set()
 
         delegate.close_release.release()
@@ -247,10 +290,7 @@ async def test_shutdown_waits_for_cell_admission_already_queued_for_the_registry
     isolation: str,
 ) -> None:
     delegate = BlockingCloseDelegate(FirstCloseOutcome.SUCCEEDS)
-    async with (
-        SessionRuntime(delegate, config(isolation)) as runtime,
-        trio.open_nursery() as nursery,
-    ):
+    async with session_and_nursery(delegate, isolation) as (runtime, nursery):
         await runtime._registry_lock.acquire()
 
         execution = Task.spawn(
@@ -278,39 +318,22 @@ async def test_shutdown_waits_for_cell_admission_already_queued_for_the_registry
 
 async def test_drop_terminates_cells_when_the_registry_is_locked(isolation: str) -> None:
     delegate = BlockingCloseDelegate(FirstCloseOutcome.SUCCEEDS)
-    drop = trio.Event()
-    dropped = trio.Event()
-    holder: list[SessionRuntime] = []
-    ready = trio.Event()
-    cell_ids: list[CellId] = []
-
-    async def session_owner() -> None:
-        async with SessionRuntime(delegate, config(isolation)) as runtime:
-            holder.append(runtime)
-            started = await runtime.execute(execute_request("while (true) {}"), YieldAfter(0.001))
-            cell_ids.append(started.cell_id)
-            assert await started.initial_event() == Yielded(content_items=[])
-            ready.set()
-            await drop.wait()
-        dropped.set()
-
+    owner = SessionOwner(
+        delegate, isolation, "while (true) {}", YieldAfter(0.001), Yielded(content_items=[])
+    )
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(session_owner)
+        nursery.start_soon(owner.run)
         with trio.fail_after(SAFETY):
-            await ready.wait()
-        runtime = holder[0]
-        await runtime._registry_lock.acquire()
-        drop.set()  # leave the session block while the registry is locked
-        await trio.testing.wait_all_tasks_blocked()
-        runtime._registry_lock.release()
+            await owner.ready.wait()
+        runtime = await owner.drop_while_the_registry_is_locked()
 
         with trio.fail_after(SAFETY):
-            assert await delegate.close_started.receive() == cell_ids[0]
+            assert await delegate.close_started.receive() == owner.cell_id
 
         delegate.close_release.release()
         with trio.fail_after(SAFETY):
             await runtime._wait_cell_count(0)
-            await dropped.wait()
+            await owner.dropped.wait()
         assert runtime._cell_count == 0
 
 
@@ -318,36 +341,17 @@ async def test_drop_cancels_notifications_during_natural_completion_when_registr
     isolation: str,
 ) -> None:
     delegate = BlockingNotificationDelegate()
-    drop = trio.Event()
-    dropped = trio.Event()
-    holder: list[SessionRuntime] = []
-    ready = trio.Event()
-    cell_ids: list[CellId] = []
-
-    async def session_owner() -> None:
-        async with SessionRuntime(delegate, config(isolation)) as runtime:
-            holder.append(runtime)
-            started = await runtime.execute(execute_request('notify("pending");'), YieldAfter(60))
-            cell_ids.append(started.cell_id)
-            ready.set()
-            await drop.wait()
-        dropped.set()
-
+    owner = SessionOwner(delegate, isolation, 'notify("pending");', YieldAfter(60))
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(session_owner)
+        nursery.start_soon(owner.run)
         with trio.fail_after(SAFETY):
-            await ready.wait()
+            await owner.ready.wait()
             assert await delegate.events.receive() == STARTED
-        runtime = holder[0]
-
-        await runtime._registry_lock.acquire()
-        drop.set()
-        await trio.testing.wait_all_tasks_blocked()
-        runtime._registry_lock.release()
+        runtime = await owner.drop_while_the_registry_is_locked()
 
         with trio.fail_after(SAFETY):
             assert await delegate.events.receive() == CANCELLED
-            assert await delegate.events.receive() == NotificationEvent("closed", cell_ids[0])
+            assert await delegate.events.receive() == NotificationEvent("closed", owner.cell_id)
             await runtime._wait_cell_count(0)
-            await dropped.wait()
+            await owner.dropped.wait()
         assert runtime._cell_count == 0

@@ -27,7 +27,7 @@ from code_mode import (
 )
 from code_mode._v8 import _native
 
-from ..helpers import config, engine, request
+from ..helpers import child_pids, config, engine, request
 
 SEQUENTIAL = 5_000
 CONCURRENT = 200
@@ -69,21 +69,10 @@ def rss_of(pid: str) -> int:
         return 0
 
 
-def children() -> list[str]:
-    pids: list[str] = []
-    for task in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{task}/children") as listing:
-                pids.extend(listing.read().split())
-        except OSError:
-            continue
-    return pids
-
-
 def resident() -> tuple[int, int]:
     """(RSS of this process, RSS of its child processes), in bytes."""
     gc.collect()
-    return rss_of("self"), sum(rss_of(pid) for pid in children())
+    return rss_of("self"), sum(rss_of(pid) for pid in child_pids())
 
 
 async def one_cell(runtime: SessionRuntime, n: int) -> None:

@@ -99,8 +99,16 @@ class McpTool:
     definition: ToolDefinition
 
     @classmethod
-    def from_tool(cls, session: ClientSession, server: str, tool: types.Tool) -> McpTool:
-        """Wrap ``tool`` (from ``tools/list`` of ``session``) as served by ``server``."""
+    def from_tool(
+        cls,
+        session: ClientSession,
+        server: str,
+        tool: types.Tool,
+        *,
+        input_schema_max_bytes: int | None = None,
+    ) -> McpTool:
+        """Wrap ``tool`` (from ``tools/list`` of ``session``) as served by ``server``
+        (``input_schema_max_bytes``: the server's limit, see ``ToolDefinition``)."""
         namespace = mcp_namespace(server)
         description = tool.description or tool.title or ""
         definition = ToolDefinition(
@@ -110,6 +118,7 @@ class McpTool:
             kind=ToolKind.FUNCTION,
             input_schema=dict(tool.input_schema),
             output_schema=call_tool_result_schema(tool.output_schema),
+            input_schema_max_bytes=input_schema_max_bytes,
         )
         return cls(session=session, server=server, tool=tool, definition=definition)
 
@@ -133,19 +142,25 @@ class McpTool:
         return f"MCP server `{self.server}` is unavailable: {detail}"
 
 
-async def list_mcp_tools(session: ClientSession, server: str) -> list[McpTool]:
+async def list_mcp_tools(
+    session: ClientSession, server: str, *, input_schema_max_bytes: int | None = None
+) -> list[McpTool]:
     """Every tool ``session``'s server offers (all pages of ``tools/list``), as nested
     tools named ``mcp__<server>__<tool>``, in the server's order.
 
     ``session`` must be initialized; ``server`` is the name programs and the ``exec``
-    description use for it (the key of the ``mcpServers`` entry)."""
+    description use for it (the key of the ``mcpServers`` entry);
+    ``input_schema_max_bytes`` its ``tool_input_schema_max_bytes``."""
     tools: list[McpTool] = []
     cursor: str | None = None
     seen: set[str] = set()
     for _ in range(MAX_TOOL_PAGES):
         params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
         page = await session.list_tools(params=params)
-        tools.extend(McpTool.from_tool(session, server, tool) for tool in page.tools)
+        tools.extend(
+            McpTool.from_tool(session, server, tool, input_schema_max_bytes=input_schema_max_bytes)
+            for tool in page.tools
+        )
         cursor = page.next_cursor
         if cursor is None:
             return tools

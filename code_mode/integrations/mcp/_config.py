@@ -11,7 +11,9 @@
 An entry with ``command`` is a stdio server (a child process); one with ``url`` is a
 streamable HTTP server. ``type`` (``"stdio"``, ``"http"``/``"streamable-http"``) may say
 so explicitly; ``"disabled": true`` skips an entry; other keys hosts add (``alwaysAllow``,
-``timeout``...) are ignored. SSE servers are refused: the transport is deprecated.
+``timeout``...) are ignored; ``tool_input_schema_max_bytes`` (a positive integer,
+codex's key) lets the server's tools have longer input types in the ``exec``
+description. SSE servers are refused: the transport is deprecated.
 Starting the servers is :mod:`._connect`'s job.
 """
 
@@ -53,6 +55,10 @@ class McpServerConfig:
     cwd: str | None = None
     url: str | None = None
     headers: Mapping[str, str] = attrs.field(factory=dict)
+    tool_input_schema_max_bytes: int | None = None
+    """The server's limit of a rendered input type in the ``exec`` description
+    (codex's per-server key of that name): its tools' types may be this long, when
+    more than the session's limit (16 000 by default)."""
 
     def __attrs_post_init__(self) -> None:
         if (self.command is None) == (self.url is None):
@@ -83,12 +89,19 @@ def _server_config(name: str, entry: Any) -> McpServerConfig | None:
         )
     if kind is not None and kind != "stdio" and kind not in _HTTP_TYPES:
         raise McpConfigError(f"MCP server `{name}`: unknown `type` {kind!r}")
+    limit = entry.get("tool_input_schema_max_bytes")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0):
+        raise McpConfigError(
+            f"MCP server `{name}`: `tool_input_schema_max_bytes` must be a positive integer"
+        )
     if "url" in entry and kind != "stdio":
         url = entry["url"]
         if not isinstance(url, str) or not url:
             raise McpConfigError(f"MCP server `{name}`: `url` must be a non-empty string")
         headers = _strings(name, "headers", entry.get("headers", {}), dict)
-        return McpServerConfig(name=name, url=url, headers=headers)
+        return McpServerConfig(
+            name=name, url=url, headers=headers, tool_input_schema_max_bytes=limit
+        )
     command = entry.get("command")
     if not isinstance(command, str) or not command:
         raise McpConfigError(f"MCP server `{name}` needs a `command` (stdio) or a `url` (HTTP)")
@@ -101,6 +114,7 @@ def _server_config(name: str, entry: Any) -> McpServerConfig | None:
         args=_strings(name, "args", entry.get("args", []), list),
         env=_strings(name, "env", entry.get("env", {}), dict),
         cwd=cwd,
+        tool_input_schema_max_bytes=limit,
     )
 
 

@@ -108,7 +108,11 @@ async def connect_mcp_servers(
                     session, instructions = await _connect(
                         stack, server, errlog if errlog is not None else _stderr()
                     )
-                    server_tools = await list_mcp_tools(session, server.name)
+                    server_tools = await list_mcp_tools(
+                        session,
+                        server.name,
+                        input_schema_max_bytes=server.tool_input_schema_max_bytes,
+                    )
                 except (OSError, MCPError, httpx2.HTTPError) as error:
                     raise McpConfigError(
                         f"MCP server {starting} could not be started: {error}"

@@ -12,6 +12,21 @@ from __future__ import annotations
 
 from .test_probe import _run
 
+#: The start of a child that runs a program printing "a", then spinning, with
+#: ``wait_until(check, what, each)``: poll ``check`` (calling ``each`` before each
+#: pause) for at most 30 s.
+SPINNING = """
+import time
+native.post(start('text("a"); while (true) {}'), T, quiet=True, probe=T + 1)
+
+def wait_until(check, what, each=lambda: None):
+    deadline = time.monotonic() + 30
+    while not check():
+        assert time.monotonic() < deadline, what
+        each()
+        time.sleep(0.001)
+"""
+
 
 def test_a_short_program_crosses_back_in_one_batch() -> None:
     _run(
@@ -30,14 +45,9 @@ print("OK")
 
 def test_output_kept_back_is_handed_over_on_request_while_the_program_spins() -> None:
     _run(
-        """
-import time
-native.post(start('text("a"); while (true) {}'), T, quiet=True, probe=T + 1)
-deadline = time.monotonic() + 30
-while events.empty():
-    assert time.monotonic() < deadline, "no batch"
-    native.flush_output()
-    time.sleep(0.001)
+        SPINNING
+        + """
+wait_until(lambda: not events.empty(), "no batch", each=native.flush_output)
 first = events.get()
 assert first[0] == "batch", first
 assert [m["t"] for m in json.loads(first[1])] == ["started", "text"], first
@@ -53,13 +63,9 @@ print("OK")
 
 def test_kept_output_goes_before_the_report_of_an_interrupted_evaluation() -> None:
     _run(
-        """
-import time
-native.post(start('text("a"); while (true) {}'), T, quiet=True, probe=T + 1)
-deadline = time.monotonic() + 30
-while not native._kept:  # the program printed (and now spins)
-    assert time.monotonic() < deadline, "no output kept"
-    time.sleep(0.001)
+        SPINNING
+        + """
+wait_until(lambda: native._kept, "no output kept")  # it printed (and now spins)
 assert events.empty()
 native.cancel(T)
 seen = until_task(T)
