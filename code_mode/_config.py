@@ -75,6 +75,26 @@ class RuntimeConfig:
     """Largest single message from an isolate to the host, e.g. one tool input or one
     text item, in UTF-16 code units (JavaScript string length; default 16 Mi)."""
 
+    max_tool_input_bytes: int = attrs.field(default=16 * MiB, validator=positive)
+    """Host memory the inputs of one cell's tool calls in flight may hold, counted as
+    the Python objects they are on the host, not as their JSON text (default 16 MiB):
+    an input of empty objects or arrays takes twenty to fifty times its text's size
+    as Python objects. A call that would take the cell's inputs over it ends the cell
+    with ``exec cell exceeded its limit of <N> bytes of tool inputs in flight
+    (RuntimeConfig.max_tool_input_bytes)``. It also bounds decoding: a batch of messages
+    from the isolate whose decoding would build more than this many bytes of Python
+    objects beyond its strings' characters is refused while it is decoded, before the
+    objects exist (``exec runtime sent an invalid message: a message batch would take
+    more than <N> bytes on the host ...``). Large batches are decoded on a thread, in
+    steps that let the trio thread run (see ``docs/security.md``)."""
+
+    max_notification_bytes: int = attrs.field(default=16 * MiB, validator=positive)
+    """Host memory the notifications (``notify(...)``) of one cell that the delegate
+    has not finished handling may hold, their texts counted as the ``str`` objects they
+    are (default 16 MiB; ``max_pending_notifications`` counts them). A breach ends the
+    cell with ``exec cell exceeded its limit of <N> bytes of pending notifications
+    (RuntimeConfig.max_notification_bytes)``."""
+
     isolation: Literal["process", "thread"] | None = attrs.field(
         default=None, validator=attrs.validators.in_((None, "process", "thread"))
     )

@@ -11,9 +11,10 @@ State:
   ``trio.Lock`` (ordering of admissions and shutdown relies on its fairness);
 * a live count of registry entries that ``shutdown`` waits on;
 * the session's stored values, merged from each completing cell: kept as the JSON text
-  the runtime's ``store`` wrote, never parsed on the host, with the JSON of the whole
-  map ready for the next cell's start command (so neither a start nor a commit costs
-  more than a copy of text, whatever the values hold);
+  the runtime's ``store`` wrote, never parsed on the host, each encoded once as a member
+  of the JSON of the whole map, which is kept ready for the next cell's start command
+  (so neither a start nor a commit costs more than a copy of text, whatever the values
+  hold, and a commit encodes only what it writes);
 * one :class:`_Phase`: *new*, *open*, *rejecting* (no new ``execute`` may start; from
   the moment a shutdown begins) and *closed* (set under the lock, so an ``execute`` that
   queued on the lock before a ``shutdown`` is still admitted: a caller that asked first
@@ -30,6 +31,7 @@ import enum
 import itertools
 import json
 import logging
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from types import TracebackType
@@ -61,8 +63,19 @@ class _Phase(enum.Enum):
     CLOSED = "closed"  # no admission, not even one queued on the lock before
 
 
+#: What a non-ASCII ``str`` takes beyond its characters (``sys.getsizeof``, CPython).
+_WIDE_HEADER = sys.getsizeof("\xe9") - 2
+
+
 def _utf16_length(text: str) -> int:
-    # At C speed: a stored value may be megabytes of text.
+    """``text``'s length in UTF-16 code units, as the isolate counts it: its ``len``
+    unless it holds characters beyond the BMP (only a 4-byte-wide ``str`` can: its width
+    is read from its size at once, where encoding megabytes of text took tens of
+    milliseconds of the trio thread)."""
+    if text.isascii():
+        return len(text)
+    if (sys.getsizeof(text) - _WIDE_HEADER) // (len(text) + 1) < 4:
+        return len(text)
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
@@ -132,7 +145,9 @@ class SessionRuntime:
         self._registry_lock = trio.Lock()
         self._cell_count = 0
         self._count_changed = trio.Event()
-        self._stored: dict[str, str] = {}  # key -> JSON text
+        # key -> `"key":"<JSON text, as a JSON string>"`, the member of `_stored_json`:
+        # each value encoded once, when it is written, never again at a later commit.
+        self._stored_members: dict[str, str] = {}
         self._stored_units: dict[str, int] = {}  # key -> UTF-16 units of key and text
         self._stored_json = "{}"  # JSON of `_stored`, as the start command carries it
         self._ids = itertools.count(1)
@@ -407,16 +422,19 @@ class SessionRuntime:
         size = sum(units.values()) + sum(
             count for key, count in self._stored_units.items() if key not in writes
         )
-        entries = len(self._stored.keys() | writes.keys())
+        entries = len(self._stored_units.keys() | writes.keys())
         if entries > self._config.max_stored_entries or size > self._config.max_stored_chars:
             return (
                 "code mode session storage exceeds its limit of "
                 f"{self._config.max_stored_entries} entries or "
                 f"{self._config.max_stored_chars} serialized bytes"
             )
-        self._stored.update(writes)
+        for key, text in writes.items():
+            self._stored_members[key] = (
+                json.dumps(key, ensure_ascii=False) + ":" + json.dumps(text, ensure_ascii=False)
+            )
         self._stored_units.update(units)
-        self._stored_json = json.dumps(self._stored, ensure_ascii=False)
+        self._stored_json = "{" + ",".join(self._stored_members.values()) + "}"
         return None
 
     def _forget_cell(self, cell_id: CellId) -> None:

@@ -38,6 +38,31 @@ def session(**kwargs):
 """
 
 
+#: A child scenario's ``tree_rss()``: the resident memory of the child and, unless
+#: ``host_only``, of every process below it (its worker processes), in bytes.
+TREE_RSS = """
+def tree_rss(host_only=False):
+    import os
+    total, todo, seen = 0, [os.getpid()], set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        try:
+            with open(f"/proc/{pid}/statm") as f:
+                total += int(f.read().split()[1]) * 4096
+            if host_only:
+                break
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/children") as c:
+                    todo.extend(int(x) for x in c.read().split())
+        except OSError:
+            pass
+    return total
+"""
+
+
 @functools.cache
 def cpu_has_pku() -> bool:
     """Whether this CPU has memory protection keys (``pku`` in /proc/cpuinfo)."""

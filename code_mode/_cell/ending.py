@@ -69,6 +69,9 @@ class CellEnding:
     def _on_deadlines(self) -> None:
         raise NotImplementedError  # pragma: no cover - the cell's
 
+    def _yield_or_hold(self, observer: Observer) -> None:
+        raise NotImplementedError  # pragma: no cover - the cell's
+
     # ------------------------------------------------------------------------------
     # Delivery (synchronous, trio thread)
 
@@ -213,8 +216,14 @@ class CellEnding:
         #    terminates the cell meanwhile; then tool calls are cancelled.
         if self._callbacks.overflowed:
             await self._callbacks.cancel(notifications=True)
+        #    The observer's yield time still counts meanwhile: a slow delegate holds
+        #    the completion back, not the caller (who gets a ``Yielded``, and the
+        #    completion later, from ``wait`` or as a push).
         while self._callbacks.notifying and self._state.phase is Phase.ENDING:
             await self._sleep_until_next_deadline()
+            observer = self._observer
+            if observer is not None and observer.deadline <= trio.current_time():
+                self._yield_or_hold(observer)
         if self._state.terminating:
             await self._terminate()
             return

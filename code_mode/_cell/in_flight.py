@@ -18,6 +18,13 @@ costs a few tasks rather than one per notification. A delegate that falls
 ``max_pending_notifications`` behind breaks the cell's limit: waiting for it would
 hold the cell open for as long as it lags.
 
+What they hold on the host is bounded in bytes, as the Python objects they are (not
+as their JSON text, which an input of empty objects outgrows fifty times): the inputs
+of the tool calls in flight by ``max_tool_input_bytes`` (each counted by the bridge as
+it decoded it, see ``_engine/_decode.py``), the notifications waiting or with the
+delegate by ``max_notification_bytes``. A call or notification that would go over ends
+the cell, as a count limit does.
+
 The cell stays the state machine and this module never imports it: the cell passes
 what callbacks need (where a tool's outcome goes, how to wake the cell task) and reads
 back what is in flight. Starting a tool call costs one task and no checkpoint (the
@@ -27,6 +34,7 @@ first one of a cell also starts the runner, and runs one scheduler pass later).
 from __future__ import annotations
 
 import logging
+import sys
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -35,7 +43,13 @@ import trio
 
 from .._config import RuntimeConfig
 from .._delegate import SessionRuntimeDelegate, describe_exception
-from .._engine import ToolCallRequested, dumps, json_depth_exceeds
+from .._engine import (
+    INLINE_BATCH_CHARS,
+    ToolCallRequested,
+    dumps,
+    json_depth_exceeds,
+    text_depth_exceeds,
+)
 from .._types import CellId, NestedToolCall, ToolDefinition
 from .stepping import ResultSink
 
@@ -59,6 +73,7 @@ class CellCallbacks:
         "_cell_id",
         "_config",
         "_delegate",
+        "_notify_bytes",
         "_notify_queue",
         "_notify_scopes",
         "_notifying",
@@ -66,6 +81,7 @@ class CellCallbacks:
         "_results_to",
         "_tool_backlog",
         "_tool_calls",
+        "_tool_input_bytes",
         "_tool_nursery",
         "_tool_scope",
         "_tools_closed",
@@ -97,7 +113,9 @@ class CellCallbacks:
         self._config = config
         self._results_to = results_to
         self._wake_cell = wake_cell
-        self._tool_calls: dict[str, None] = {}  # the outstanding ids, in call order
+        # The outstanding ids, in call order, and what each one's input holds.
+        self._tool_calls: dict[str, int] = {}
+        self._tool_input_bytes = 0  # their sum
         # The runner's (see _run_tools): None until it runs, and again once it ended.
         self._tool_scope: trio.CancelScope | None = None
         self._tool_nursery: trio.Nursery | None = None
@@ -106,6 +124,7 @@ class CellCallbacks:
         self._notify_scopes: set[trio.CancelScope] = set()  # delivering tasks
         self._notify_queue: deque[str] = deque()  # notifications waiting for one
         self._notifying = 0  # notifications with the delegate now
+        self._notify_bytes = 0  # what the texts of both hold
         # Set when a callback finishes, for cancel() (the only one waiting for that);
         # None while nobody waits, so a finishing tool call creates no Event.
         self._callbacks_changed: trio.Event | None = None
@@ -146,6 +165,12 @@ class CellCallbacks:
                 f"exec cell exceeded its limit of {self._config.max_outstanding_tool_calls} "
                 "outstanding tool calls (RuntimeConfig.max_outstanding_tool_calls)"
             )
+        budget = self._config.max_tool_input_bytes
+        if self._tool_input_bytes + event.host_bytes > budget:
+            return (
+                f"exec cell exceeded its limit of {budget} bytes of tool inputs in flight "
+                "(RuntimeConfig.max_tool_input_bytes)"
+            )
         call = NestedToolCall(
             cell_id=self._cell_id,
             runtime_tool_call_id=event.id,
@@ -153,7 +178,8 @@ class CellCallbacks:
             tool_kind=tool.kind,
             input=event.input if event.has_input else None,
         )
-        self._tool_calls[event.id] = None
+        self._tool_calls[event.id] = event.host_bytes
+        self._tool_input_bytes += event.host_bytes
         nursery = self._tool_nursery
         if nursery is not None:
             nursery.start_soon(self._run_tool_call, call)
@@ -198,33 +224,41 @@ class CellCallbacks:
                 message = describe_exception(error)
         finally:
             # Cancelled (the runner's scope) goes on to the runner: no outcome to send.
-            self._tool_calls.pop(call.runtime_tool_call_id, None)
+            self._tool_input_bytes -= self._tool_calls.pop(call.runtime_tool_call_id, 0)
             self._finished()
+        value_json = ""
+        if ok:
+            # (A large result is checked on a thread: where the outcome goes is asked
+            # only after, once, since asking counts as the frontier moving.)
+            value_json, problem = await self._encode_tool_result(value)
+            if problem is not None:
+                ok, message = False, f"tool `{call.tool_name.display()}` {problem}"
         isolate = self._results_to()
         if isolate is None:
             return
-        value_json = ""
-        if ok:
-            value_json, problem = self._encode_tool_result(value)
-            if problem is not None:
-                ok, message = False, f"tool `{call.tool_name.display()}` {problem}"
         if ok:
             isolate.send_tool_result(call.runtime_tool_call_id, value_json)
         else:
             isolate.send_tool_error(call.runtime_tool_call_id, message)
 
-    def _encode_tool_result(self, value: Any) -> tuple[str, str | None]:
-        """The result as JSON text, or a problem that rejects the call instead."""
+    async def _encode_tool_result(self, value: Any) -> tuple[str, str | None]:
+        """The result as JSON text, or a problem that rejects the call instead. A large
+        result's depth is checked on its text, on a thread: walking its objects on the
+        trio thread would stall it (a second for 200 000 arrays)."""
         too_deep = (
             f"returned JSON nested deeper than the limit of {self._config.max_json_depth} "
             "(RuntimeConfig.max_json_depth)"
         )
         try:
             text = dumps(value)
-            if isinstance(value, dict | list) and json_depth_exceeds(
-                value, self._config.max_json_depth
-            ):
-                return "", too_deep
+            if isinstance(value, dict | list):
+                limit = self._config.max_json_depth
+                if len(text) > INLINE_BATCH_CHARS:
+                    too_deep_text = await trio.to_thread.run_sync(text_depth_exceeds, text, limit)
+                else:
+                    too_deep_text = json_depth_exceeds(value, limit)
+                if too_deep_text:
+                    return "", too_deep
         except RecursionError:
             return "", too_deep
         except Exception as error:
@@ -246,6 +280,15 @@ class CellCallbacks:
                 f"exec cell exceeded its limit of {limit} pending notifications "
                 "(RuntimeConfig.max_pending_notifications)"
             )
+        size = sys.getsizeof(text)
+        budget = self._config.max_notification_bytes
+        if self._notify_bytes + size > budget:
+            self.overflowed = True
+            return (
+                f"exec cell exceeded its limit of {budget} bytes of pending notifications "
+                "(RuntimeConfig.max_notification_bytes)"
+            )
+        self._notify_bytes += size
         self._notify_queue.append(text)
         if len(self._notify_scopes) < NOTIFY_CONCURRENCY:
             scope = trio.CancelScope()
@@ -270,10 +313,15 @@ class CellCallbacks:
                         )
                     finally:
                         self._notifying -= 1
+                        self._notify_bytes -= sys.getsizeof(text)
         finally:
             self._notify_scopes.discard(scope)
             self._finished()
             self._wake_cell()
+
+    def _clear_notify_queue(self) -> None:
+        self._notify_bytes -= sum(sys.getsizeof(text) for text in self._notify_queue)
+        self._notify_queue.clear()
 
     # ------------------------------------------------------------------------------
     # Cancellation
@@ -296,11 +344,11 @@ class CellCallbacks:
             # Nothing to cancel or wait for (a short cell): no cancel scope to open.
             self._cancel_tools()
             if notifications:
-                self._notify_queue.clear()
+                self._clear_notify_queue()
             return
         self._cancel_tools()
         if notifications:
-            self._notify_queue.clear()
+            self._clear_notify_queue()
             for scope in list(self._notify_scopes):
                 scope.cancel()
         with trio.move_on_after(self._config.callback_grace):
@@ -310,5 +358,6 @@ class CellCallbacks:
                     changed = self._callbacks_changed = trio.Event()
                 await changed.wait()
         self._tool_calls.clear()
+        self._tool_input_bytes = 0  # (an abandoned call holds its input until it ends)
         if notifications:
             self._notify_scopes.clear()

@@ -37,12 +37,14 @@ from ._bridge import (
     dumps,
     json_depth_exceeds,
 )
+from ._decode import INLINE_BATCH_CHARS, text_depth_exceeds
 from ._default import default_engine
 from .config import EngineConfig
 from .engine import Engine, SessionSeat
 from .isolate import EngineListener, Isolate
 
 __all__ = [
+    "INLINE_BATCH_CHARS",
     "BufferMemoryExceeded",
     "Engine",
     "EngineConfig",
@@ -64,4 +66,5 @@ __all__ = [
     "default_engine",
     "dumps",
     "json_depth_exceeds",
+    "text_depth_exceeds",
 ]

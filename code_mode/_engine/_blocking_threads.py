@@ -11,6 +11,7 @@ engine opens and joined when it closes.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Callable
@@ -60,8 +61,13 @@ class BlockingWorker:
         while True:
             job = self._jobs.get()
             if job is _STOP:
-                token.run_sync_soon(self._stopped.set)
+                # (The run may have ended meanwhile: see BlockingWorkers.run_for_at_most.)
+                with contextlib.suppress(trio.RunFinishedError):
+                    token.run_sync_soon(self._stopped.set)
                 return
+            if callable(job):
+                job()  # posted: tells its caller itself (it never raises)
+                continue
             try:
                 job.result = job.function()
             except BaseException as error:
@@ -87,6 +93,17 @@ class BlockingWorker:
             raise job.error
         result: T = job.result
         return result
+
+    def post(self, function: Callable[[], None]) -> None:
+        """Queue ``function()`` (which must not raise) without waiting for it."""
+        if self._thread is None:
+            raise RuntimeError("BlockingWorker is not running")
+        self._jobs.put(function)
+
+    def abandon(self) -> None:
+        """Let the thread end after its jobs, unjoined: one of them may never end."""
+        self._jobs.put(_STOP)
+        self._thread = None
 
     async def aclose(self) -> None:
         """Finish queued jobs, stop the thread and join it."""
@@ -137,6 +154,50 @@ class BlockingWorkers:
                 await worker.aclose()
             else:
                 self._idle.append(worker)
+
+    async def run_for_at_most(self, function: Callable[[], None], seconds: float) -> bool:
+        """Run ``function()`` on a thread of its own (its error is raised here), and wait
+        at most ``seconds`` for it: False when it still runs then. Its thread goes on
+        with it, and ends after it, if ever: a disposal that waits for JavaScript V8
+        does not stop (a built-in that ignores termination for days, in ``thread``
+        mode) must not hold its session's closing forever."""
+        if self._closed:
+            raise RuntimeError("BlockingWorkers is closed")
+        worker = self._idle.pop() if self._idle else None
+        if worker is None:
+            worker = BlockingWorker(self._name)
+            worker.start()
+        self._busy.add(worker)
+        done = trio.Event()
+        token = trio.lowlevel.current_trio_token()
+
+        errors: list[BaseException] = []
+
+        def job() -> None:
+            try:
+                function()
+            except BaseException as error:
+                errors.append(error)
+            finally:
+                with contextlib.suppress(trio.RunFinishedError):
+                    token.run_sync_soon(done.set)
+
+        worker.post(job)
+        # Not cancellable, like run(): a caller being cancelled (an engine closing at
+        # the end of its run) still waits, up to `seconds`.
+        with trio.CancelScope(shield=True), trio.move_on_after(seconds):
+            await done.wait()
+        self._busy.discard(worker)
+        if not done.is_set():
+            worker.abandon()
+            return False
+        if self._closed or len(self._idle) >= self._keep_idle:
+            await worker.aclose()
+        else:
+            self._idle.append(worker)
+        if errors:
+            raise errors[0]
+        return True
 
     async def aclose(self) -> None:
         """Stop and join the idle threads; busy ones stop when their job ends."""

@@ -18,6 +18,7 @@ from typing import Any, Final, NoReturn, TypeAlias
 import attrs
 
 from .._types import JSON, Audio, Image, ImageDetail, Text
+from ._decode import TooDeep, TooLarge, decode_bounded, decode_inline, host_bytes
 
 _DETAILS: Final = {detail.value: detail for detail in ImageDetail}
 
@@ -68,6 +69,9 @@ class ToolCallRequested:
     ident: str
     input: JSON | None
     has_input: bool
+    #: What ``input`` holds on the host as Python objects (see ``_decode.host_bytes``),
+    #: counted against ``RuntimeConfig.max_tool_input_bytes`` while the call runs.
+    host_bytes: int = attrs.field(default=0, eq=False)
 
 
 @attrs.frozen
@@ -227,7 +231,10 @@ class MessageValidator:
         tool_idents: frozenset[str] = frozenset(),
         max_json_depth: int,
         tool_kinds: Mapping[str, str] | None = None,
+        max_host_bytes: int = 16 * 1024 * 1024,
     ) -> None:
+        self._max_host_bytes = max_host_bytes
+        self._checked_depth = False  # the batch being parsed was decoded by decode_bounded
         self._tool_kinds = dict(tool_kinds) if tool_kinds is not None else {}
         self._tool_idents = tool_idents | frozenset(self._tool_kinds)
         self._max_json_depth = max_json_depth
@@ -236,12 +243,35 @@ class MessageValidator:
         self._next_tool = 1
         self._next_timer = 1
 
-    def parse_batch(self, text: str) -> list[EngineEvent]:
-        """Parse one batch (a JSON array of messages) into events."""
+    def parse_batch(self, text: str, *, inline: bool | None = None) -> list[EngineEvent]:
+        """Parse one batch (a JSON array of messages) into events.
+
+        A batch that ``decode_inline`` leaves to a thread is decoded by
+        :func:`decode_bounded`: stopped at the depth limit (two more levels for the
+        batch and its message) and at ``max_host_bytes`` of Python objects beyond its
+        strings' characters, without holding the GIL for long, so the isolate runs this
+        on a thread for such a batch (see ``isolate.py``); ``inline`` is what
+        ``decode_inline`` said, when the caller asked it already."""
         try:
-            batch = _loads(text)
-        except RecursionError:
+            self._checked_depth = not (inline if inline is not None else decode_inline(text))
+            if not self._checked_depth:
+                batch = _loads(text)
+            else:
+                # Checked first, then built: nothing is built of a batch over its budget.
+                for build in (False, True):
+                    batch = decode_bounded(
+                        text,
+                        max_depth=self._max_json_depth + 2,
+                        max_bytes=self._max_host_bytes,
+                        build=build,
+                    )
+        except (RecursionError, TooDeep):
             raise ProtocolViolation(self._too_deep("a message")) from None
+        except TooLarge:
+            raise ProtocolViolation(
+                f"a message batch would take more than {self._max_host_bytes} bytes on the "
+                "host as Python objects (RuntimeConfig.max_tool_input_bytes)"
+            ) from None
         except ValueError as error:
             raise ProtocolViolation(f"malformed message batch: {error}") from None
         if not isinstance(batch, list):
@@ -337,9 +367,10 @@ class MessageValidator:
             raise ProtocolViolation(f"tool `{ident}` input must be a string")
         if has_input and not isinstance(value, dict | str):
             raise ProtocolViolation(f"tool `{ident}` input must be a JSON object or a string")
-        if json_depth_exceeds(value, self._max_json_depth):
+        # (A message's input is two levels down in its batch: decode_bounded checked it.)
+        if not self._checked_depth and json_depth_exceeds(value, self._max_json_depth):
             raise ProtocolViolation(self._too_deep(f"tool `{ident}` input"))
-        return ToolCallRequested(call_id, ident, value, has_input)
+        return ToolCallRequested(call_id, ident, value, has_input, host_bytes(value))
 
     def _too_deep(self, what: str) -> str:
         # Also used when the text nests too deep for the JSON parser itself.

@@ -8,6 +8,7 @@ whole Python process down: meant for trusted programs (``EngineConfig.isolation 
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from typing import Any
 
@@ -16,6 +17,15 @@ import trio
 from .._v8 import IsolateLimits, NativeIsolate, Outcome
 from ._backend import HandleBase, IsolateHandle, IsolateSink
 from ._blocking_threads import BlockingWorkers
+
+#: Longest a cell's closing waits for its isolate's disposal, which waits for the
+#: isolate's JavaScript to stop: a few built-ins ignore termination for seconds
+#: (``new Array(2 ** 26).sort()``), a generic one over a huge length for days
+#: (``Array.prototype.indexOf.call({ length: 2 ** 53 })``). Past it, the disposal goes
+#: on, on its own thread, and the session closes.
+CLOSE_PATIENCE = 5.0
+
+logger = logging.getLogger("code_mode.engine")
 
 
 class _ReportQueue:
@@ -77,7 +87,13 @@ class _ThreadIsolate(HandleBase):
         self._reports.drain()
 
     async def _close(self) -> None:
-        await self._disposer.run(self._native.close)
+        if not await self._disposer.run_for_at_most(self._native.close, CLOSE_PATIENCE):
+            logger.warning(
+                "an isolate's JavaScript did not stop within %g s of its termination: "
+                "its disposal goes on in the background (thread mode; a worker process "
+                "would have been killed)",
+                CLOSE_PATIENCE,
+            )
 
 
 class ThreadBackend:

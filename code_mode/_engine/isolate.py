@@ -22,6 +22,7 @@ import json
 import logging
 import random
 import re
+from collections import deque
 from typing import Any, Protocol
 
 import trio
@@ -40,6 +41,7 @@ from .._v8 import (
     Outcome,
 )
 from ._backend import IsolateHandle, IsolateSource
+from ._backlog import ReportBacklog, parse_batch
 from ._bridge import (
     ClockRead,
     EngineEvent,
@@ -49,6 +51,7 @@ from ._bridge import (
     ProtocolViolation,
     dumps,
 )
+from ._decode import decode_inline
 from ._module_source import module_source
 from ._syntax_error import syntax_error_text
 from .journal import Journal
@@ -124,7 +127,7 @@ class EngineListener(Protocol):
     def on_engine_failure(self, message: str) -> None: ...
 
 
-class Isolate:
+class Isolate(ReportBacklog):
     """One V8 isolate running one program, seen from trio."""
 
     def __init__(
@@ -165,6 +168,10 @@ class Isolate:
         self._failed = False
         self._closed = False
         self._source = ""
+        # Reports waiting behind a batch decoded on a thread, in the order they came:
+        # ("batch", text), ("task", tag, outcome, detail), ("crash", message).
+        self._backlog: deque[tuple[Any, ...]] = deque()
+        self._backlog_chars = 0
 
     # -- lifecycle ----------------------------------------------------------------
 
@@ -371,15 +378,29 @@ class Isolate:
     # -- IsolateSink: reports from the isolate (on the trio thread) ----------------
 
     def on_batch(self, text: str | None) -> None:
-        self._on_batch(text)
+        if self._backlog:
+            self._queue_report(("batch", text))
+        elif text is None or self._nursery is None or decode_inline(text):
+            self._on_batch(text, inline=True)
+        else:
+            self._queue_report(("batch", text))
 
     def on_task(self, tag: int, outcome: Outcome, detail: str) -> None:
-        self._on_task(tag, outcome, detail)
+        if self._backlog:
+            self._queue_report(("task", tag, outcome, detail))
+        else:
+            self._on_task(tag, outcome, detail)
 
     def evaluating(self) -> bool:
         return bool(self._in_flight or self._quiet_in_flight)
 
     def on_crash(self, message: str) -> None:
+        if self._backlog:
+            self._queue_report(("crash", message))
+        else:
+            self._on_crash(message)
+
+    def _on_crash(self, message: str) -> None:
         running = self.evaluating()
         self._in_flight.clear()
         self._quiet_in_flight.clear()
@@ -397,7 +418,9 @@ class Isolate:
 
     def _new_validator(self) -> MessageValidator:
         return MessageValidator(
-            tool_kinds=self._tool_kinds, max_json_depth=self._config.max_json_depth
+            tool_kinds=self._tool_kinds,
+            max_json_depth=self._config.max_json_depth,
+            max_host_bytes=self._config.max_tool_input_bytes,
         )
 
     def _can_replay(self, running: bool) -> bool:
@@ -473,11 +496,15 @@ class Isolate:
             message,
         )
 
-    def _on_batch(self, text: str | None) -> None:
+    def _wants_batch(self) -> bool:
         if self._closed or self._listener is None:
+            return False
+        # After a failure, only the terminate drain's output is wanted.
+        return not (self._failed and self._drained is None)
+
+    def _on_batch(self, text: str | None, *, inline: bool | None = None) -> None:
+        if not self._wants_batch():
             return
-        if self._failed and self._drained is None:
-            return  # after a failure, only the terminate drain's output is wanted
         assert self._validator is not None
         if text is None:
             self._fail(
@@ -485,16 +512,11 @@ class Isolate:
                 f"{self._config.max_message_chars} characters (RuntimeConfig.max_message_chars)"
             )
             return
-        violation: ProtocolViolation | None = None
-        try:
-            events = self._validator.parse_batch(text)
-        except ProtocolViolation as error:
-            # Of a batch with a bad message in it, only the output before that message
-            # counts: the program printed it, and output has no effect on the host.
-            # Nothing else of the batch is acted on (a forged tool call beside a
-            # valid one must not run).
-            violation = error
-            events = [event for event in error.events_before if isinstance(event, Output)]
+        self._act_on_batch(*parse_batch(self._validator, text, inline))
+
+    def _act_on_batch(self, events: list[EngineEvent], violation: ProtocolViolation | None) -> None:
+        listener = self._listener
+        assert listener is not None
         journal = self._journal
         for event in events:
             if self._closed:
@@ -517,7 +539,7 @@ class Isolate:
                         "FinalizationRegistry cannot be replayed)"
                     )
                     return
-            self._listener.on_engine_event(event)
+            listener.on_engine_event(event)
         if violation is not None and not self._closed:
             self._fail(f"exec runtime sent an invalid message: {violation}")
 

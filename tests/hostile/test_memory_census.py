@@ -19,7 +19,7 @@ import json
 import attrs
 import pytest
 
-from ..native_child import cpu_description, run_child
+from ..native_child import TREE_RSS, cpu_description, run_child
 
 MiB = 1024 * 1024
 LIMIT = 128 * MiB
@@ -222,26 +222,14 @@ CASES = [
     ),
 ]
 
-SCENARIO = """
+SCENARIO = (
+    """
 import json, os, threading, time
 from code_mode import Completed, ExecuteRequest, SessionRuntime, Yielded, YieldAfter
 
-def tree_rss():
-    total, todo, seen = 0, [os.getpid()], set()
-    while todo:
-        pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
-        try:
-            with open(f"/proc/{pid}/statm") as f:
-                total += int(f.read().split()[1]) * 4096
-            for task in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{task}/children") as c:
-                    todo.extend(int(x) for x in c.read().split())
-        except OSError:
-            pass
-    return total
+"""
+    + TREE_RSS
+    + """
 
 class Delegate:
     async def invoke_tool(self, call):
@@ -289,6 +277,7 @@ async def main():
             "growth": peak - base,
         }), flush=True)
 """
+)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
