@@ -148,6 +148,11 @@ class WorkerProcess:
         self._closing: dict[int, trio.Event] = {}
         self._stuck: set[int] = set()  # isolates whose disposal outlasted close_timeout
         self._kill_reason: str | None = None
+        self._killed_for_memory: int | None = None  # resident bytes, if killed for them
+        #: Started for one suspect cell, replayed alone here (``ProcessPool.create_alone``).
+        self.alone = False
+        #: The isolates that were running JavaScript when the worker died.
+        self.running_at_death: list[int] = []
         self._log_tail = bytearray()
         self.log_bytes = 0  # bytes the worker wrote to its stdout and stderr
         #: Set when the worker is started: the host's ends of its pipes.
@@ -336,6 +341,7 @@ class WorkerProcess:
             if limit is not None:
                 resident = resident_bytes(pid)
                 if resident is not None and resident > limit:
+                    self._killed_for_memory = resident
                     self.kill_for(
                         f"killed: its resident memory of {resident // _MiB} MiB exceeded the "
                         f"limit of {limit} bytes (EngineConfig.worker_memory_limit_bytes)"
@@ -430,6 +436,19 @@ class WorkerProcess:
             pending.done.set()
         self._creating.clear()
         sinks, self._sinks = self._sinks, {}
+        self.running_at_death = [i for i, sink in sinks.items() if sink.evaluating()]
+        resident, limit = self._killed_for_memory, self._config.worker_memory_limit_bytes
+        if self.alone and resident is not None and limit is not None:
+            # It ran this one cell only: the cell took it past the limit, whatever
+            # its own limit let it count (memory outside V8's heap, running or not).
+            text = (
+                "exec cell exceeded the memory a worker process may use: its worker, "
+                f"which ran it alone, reached a resident memory of {resident // _MiB} MiB, "
+                f"above the limit of {limit} bytes (EngineConfig.worker_memory_limit_bytes)"
+            )
+            for sink in sinks.values():
+                sink.on_crash(text)
+            sinks = {}
         for sink, text in death_notices(message, list(sinks.values())):
             sink.on_crash(text)
         for closing in self._closing.values():
@@ -533,6 +552,11 @@ class RemoteIsolate(HandleBase):
         super().__init__()
         self._worker = worker
         self._id = isolate_id
+
+    @property
+    def isolate_id(self) -> int:
+        """Its id within its worker process."""
+        return self._id
 
     def post(self, code: str, tag: int, quiet: bool = False, probe: int | None = None) -> None:
         self._worker.send(Post(self._id, tag, code, quiet, probe))
