@@ -110,7 +110,6 @@ class _Waiter:
         self.for_memory = False
 
 
-
 class Placer:
     """Seats sessions on places (see the module's docstring). ``start_worker`` starts
     a worker process and returns its place, already in :attr:`places`
@@ -216,8 +215,10 @@ class Placer:
     def _waits_for_memory(self, seat: Seat) -> bool:
         """Whether ``seat`` waits for memory, not for a free worker."""
         current = seat.place
-        return self.mode == "shared" or seat.quarantined() or (
-            current is not None and seat in current.seats
+        return (
+            self.mode == "shared"
+            or seat.quarantined()
+            or (current is not None and seat in current.seats)
         )
 
     async def place(self, seat: Seat, charge: int = 0) -> Place:
@@ -253,8 +254,9 @@ class Placer:
 
     def _too_large(self, charge: int) -> IsolateUnavailable:
         return IsolateUnavailable(
-            f"exec runtime cannot admit this cell: its memory limit of {charge} bytes "
-            "(RuntimeConfig.memory_limit_bytes) is above what one worker process admits, "
+            f"exec runtime cannot admit this cell: its memory limit "
+            f"(RuntimeConfig.memory_limit_bytes) and its isolate's 32 MiB, {charge} bytes, "
+            "are above what one worker process admits, "
             f"{self._budget} bytes ((EngineConfig.worker_memory_limit_bytes - 128 MiB) * "
             "EngineConfig.worker_memory_overcommit); lower the one or raise the other"
         )
@@ -263,7 +265,8 @@ class Placer:
         return IsolateUnavailable(
             "exec runtime is at capacity: the memory limits of the cells running on "
             f"the worker processes leave no room for this cell's {charge} bytes "
-            "(RuntimeConfig.memory_limit_bytes) within a worker's budget of "
+            "(RuntimeConfig.memory_limit_bytes and 32 MiB for its isolate) within a "
+            "worker's budget of "
             f"{self._budget} bytes ((EngineConfig.worker_memory_limit_bytes - 128 MiB) * "
             f"EngineConfig.worker_memory_overcommit, EngineConfig.worker_processes), "
             f"and none was freed within {self._wait_timeout:g} s "

@@ -25,7 +25,7 @@ from ._backend import IsolateHandle, IsolateSink
 from ._placement import Place, Placer, Seat
 from ._warm import WarmIsolates
 from ._worker_process import RemoteIsolate, WorkerProcess
-from .config import EngineConfig
+from .config import ISOLATE_RESERVE_BYTES, EngineConfig
 
 logger = logging.getLogger("code_mode")
 
@@ -168,7 +168,7 @@ class ProcessPool:
         temporary = seat is None
         if seat is None:
             seat = Seat()
-        charge = limits.memory_limit_bytes
+        charge = limits.memory_limit_bytes + ISOLATE_RESERVE_BYTES
         try:
             place = self.placer.place_now(seat, charge)
         except IsolateUnavailable:
@@ -193,7 +193,7 @@ class ProcessPool:
         temporary = seat is None
         if seat is None:
             seat = Seat()
-        charge = limits.memory_limit_bytes
+        charge = limits.memory_limit_bytes + ISOLATE_RESERVE_BYTES
         place = await self.placer.place(seat, charge)
         self.placer.opened(place, seat, charge)
         try:
@@ -215,9 +215,7 @@ class ProcessPool:
         isolate_id = handle.isolate_id if isinstance(handle, RemoteIsolate) else None
         if isolate_id is not None:
             place.isolate_seats[isolate_id] = seat
-        handle.when_closed(
-            lambda: self.isolate_closed(place, seat, temporary, charge, isolate_id)
-        )
+        handle.when_closed(lambda: self.isolate_closed(place, seat, temporary, charge, isolate_id))
 
     def isolate_closed(
         self, place: Place, seat: Seat, temporary: bool, charge: int, isolate_id: int | None

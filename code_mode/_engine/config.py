@@ -13,10 +13,14 @@ import attrs
 
 from .._validators import non_negative_int, optional, positive_finite, positive_int
 
-
 #: What a worker process uses besides its cells' memory (Python, V8, ICU data, warm
 #: isolates: about 70 MiB measured, with headroom), left out of its memory budget.
 WORKER_RESERVE_BYTES: Final = 128 * 1024 * 1024
+
+#: What a cell's isolate uses beyond what its memory limit counts (the young
+#: generation's semi-spaces, code, the isolate itself: about 25 MiB measured with a
+#: full heap), charged to the budget with its limit.
+ISOLATE_RESERVE_BYTES: Final = 32 * 1024 * 1024
 
 
 @attrs.frozen(kw_only=True)
@@ -118,10 +122,11 @@ class EngineConfig:
     """How far the memory limits of the cells running on one worker process may add up
     past what the worker may use (default 1.0: not at all). A cell is admitted on a
     worker only while the ``RuntimeConfig.memory_limit_bytes`` of the cells running
-    there, its own included, add up to at most :attr:`worker_memory_budget_bytes`:
+    there, each plus 32 MiB for its isolate (what V8 uses beyond what the limit
+    counts), its own included, add up to at most :attr:`worker_memory_budget_bytes`:
     ``(worker_memory_limit_bytes - 128 MiB) * worker_memory_overcommit`` (the 128 MiB
     are the worker's own memory: Python, V8, ICU, warm isolates). So at the defaults
-    (2 GiB, 1.0) seven cells of the default 256 MiB run at once on a worker, and seven
+    (2 GiB, 1.0) six cells of the default 256 MiB run at once on a worker, and six
     programs each filling its limit stay under the worker's limit instead of taking it
     past and every cell on it down. A cell that does not fit goes to another worker
     (one is started while fewer than ``worker_processes`` run), or waits for cells to
