@@ -297,7 +297,7 @@ class Placer:
         """An isolate of ``seat`` on ``place`` is closed (or was never made)."""
         place.committed -= charge
         if charge:
-            self.wake()
+            self.wake(place)
         count = place.seats.get(seat)
         if count is None:
             return
@@ -341,11 +341,30 @@ class Placer:
         place.seats.clear()
         self.wake()
 
-    def wake(self) -> None:
-        """Something may have freed a worker or memory: the waiting cells look again
-        (a cell waiting for a free worker takes it only when it was first)."""
+    def wake(self, freed: Place | None = None) -> None:
+        """Something may have freed a worker, or memory (on ``freed``): the first cell
+        waiting for a free worker looks again, and the first waiting for memory; so do
+        the cells waiting for memory on their own session's worker if that is
+        ``freed``. (Not all of them: hundreds of waiters woken at every close would
+        cost more than the cells. A cell that is placed wakes the next, see
+        :meth:`place`.)"""
+        worker_woken = memory_woken = False
         for waiter in self._waiting:
-            waiter.woken.set()
+            if not waiter.for_memory:
+                if not worker_woken:
+                    worker_woken = True
+                    waiter.woken.set()
+            elif freed is not None and self._bound(waiter.seat) is freed:
+                waiter.woken.set()
+            elif not memory_woken:
+                memory_woken = True
+                waiter.woken.set()
+
+    def _bound(self, seat: Seat) -> Place | None:
+        """The worker ``seat`` waits for memory on, if only one will do (its own)."""
+        if self.mode == "shared" and not seat.quarantined():
+            return None
+        return seat.place
 
     def keep_one_spare(self) -> None:
         """While fewer than ``size`` workers run, keep one that serves nobody started,
