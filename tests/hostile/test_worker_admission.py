@@ -74,7 +74,7 @@ trio.run(main)
 
 def test_cells_within_their_limits_no_longer_take_the_worker_past_its_own() -> None:
     """Nine cells of one session, each holding 56 MB under a 64 MiB limit, on a worker
-    of 640 MiB (which nine such cells took to 694 MiB, and killed): five run at once
+    of 640 MiB (eight such cells took it to 694 MiB, and it was killed): five run at once
     (their limits and isolates fill the budget of 512 MiB), the others wait for cells
     to end, and the worker is never killed."""
     result = run_child(ADMISSION, None, timeout=300)
