@@ -209,16 +209,23 @@ class Isolate:
         source: str,
         tools: list[dict[str, str]],
         stored_json: str,
+        seed: int | None = None,
     ) -> None:
         """Run ``source``. ``tools`` lists ``{"ident", "description", "kind"}``;
         ``stored_json`` is the JSON text of the object ``key -> JSON text of the value``
-        (the session keeps it ready, so starting a cell never re-encodes stored values)."""
+        (the session keeps it ready, so starting a cell never re-encodes stored values).
+
+        ``seed`` (``0 <= seed < 2 ** 32``) seeds the program's ``Math.random`` (default:
+        a fresh random one). It travels in the start command, which the journal keeps,
+        so a replay draws the same numbers (see ``journal.py`` and ``js/clock.js``)."""
         self._listener = listener
         self._source = source
         self._tool_kinds = {tool["ident"]: tool["kind"] for tool in tools}
         self._validator = self._new_validator()
         # Math.random's seed: part of the start command, so a replay draws the same.
-        settings = _start_settings(self._config) + ',"seed":' + str(random.getrandbits(32))
+        if seed is None:
+            seed = random.getrandbits(32)
+        settings = _start_settings(self._config) + ',"seed":' + str(int(seed) & 0xFFFFFFFF)
         # The module syntax a function body does not take (see _module_source.py);
         # every character stays where it was, so syntax errors keep their positions.
         module = module_source(source)
@@ -379,7 +386,7 @@ class Isolate:
         if self._drained is not None:
             self._drained.set()
         if not (self._closed or self._terminating or self._failed):
-            if self._can_replay():
+            if self._can_replay(running):
                 self._native = None
                 self._replay(message, alone=running)
                 return
@@ -393,16 +400,17 @@ class Isolate:
             tool_kinds=self._tool_kinds, max_json_depth=self._config.max_json_depth
         )
 
-    def _can_replay(self) -> bool:
+    def _can_replay(self, running: bool) -> bool:
         """Whether a worker's death under this isolate is survived by a replay: the
-        journal holds everything, and the program was not already replayed alone (a
-        program that kills the worker it has to itself caused the death)."""
+        journal holds everything, and the program did not kill the worker it had to
+        itself (replayed alone, and running JavaScript when that worker died too; one
+        that was waiting there was ended from outside, and is replayed again)."""
         journal = self._journal
         return (
             journal is not None
             and journal.usable
             and bool(journal.batches)
-            and not self._alone
+            and not (self._alone and running)
             and self._replays < MAX_REPLAYS
             and self._listener is not None
         )

@@ -29,8 +29,11 @@ _PARTS = (
     "install.js",
     "settled.js",
     "buffers.js",
+    "estimates.js",
+    "searches.js",
     "allocations.js",
     "clock.js",
+    "finalization.js",
 )
 #: Compiled on first use (``rtCompileLazy`` in ``js/buffers.js``), by the name of the
 #: function that carries each: its source travels in a comment, which V8 skips at

@@ -293,6 +293,11 @@ async def main():
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_census_case_ends_only_its_own_cell(isolation: str, case: Case) -> None:
+    check_case(isolation, case)
+
+
+def check_case(isolation: str, case: Case) -> None:
+    """Runs ``case`` in a child process (see the module's docstring) and asserts it."""
     body = f"LIMIT = {LIMIT}\nUNDER = {case.under!r}\nPAST = {case.past!r}\n{SCENARIO}"
     result = run_child(body, isolation, timeout=240)
     assert result.returncode == 0, result.describe()

@@ -44,6 +44,7 @@ const RT_MAX_STRING = 536870888; // V8's largest string (2 ** 29 - 24 characters
 const RT_PARSE_COST = 32; // bytes of parser memory a character of source, at least
 const RT_REGEXP_COST = 128; // bytes of regexp compiler memory a character of pattern
 const RT_FEW_ELEMENTS = 65536; // an array method on fewer elements is not checked
+const RT_PROPERTY_CLASS_COST = 32768; // bytes of ICU memory a `\p{...}` class (18 KiB measured)
 
 // Over the limit: as rtBufferBreach (buffers.js), with the heap limit's message.
 function rtHeapBreach() {
@@ -90,10 +91,56 @@ function rtCheckSource(length, cost) {
   if (length * cost > rtMemoryLimitBytes) rtHeapBreach();
 }
 
-// The receiver of a String.prototype method as a string, without running program code
-// twice: only primitives are checked (an object's `toString` is the original's job).
-function rtThisLength(thisArg) {
-  return typeof thisArg === "string" ? thisArg.length : -1;
+// Conversions made once, here, before the check: the converted primitive is what the
+// check measures and what the original receives, so a value that converts differently
+// each time (a `valueOf` that counts its calls, a getter, a Proxy) cannot pass the
+// check as one thing and reach V8 as another. A template literal converts as ToString
+// does (a Symbol throws); unary plus as ToNumber (a BigInt throws, as V8's ToIntegerOr-
+// Infinity would).
+function rtToString(value) {
+  return typeof value === "string" ? value : `${value}`;
+}
+
+function rtToNumber(value) {
+  return typeof value === "number" ? value : +value;
+}
+
+function rtIsObject(value) {
+  return (typeof value === "object" && value !== null) || typeof value === "function";
+}
+
+// The receiver of a String.prototype method, converted once (null and undefined stay:
+// the original throws its TypeError for them).
+function rtThisString(thisArg) {
+  return thisArg === null || thisArg === undefined ? thisArg : rtToString(thisArg);
+}
+
+function rtThisLength(text) {
+  return typeof text === "string" ? text.length : -1;
+}
+
+// An argument a String method makes a regexp of, unless it has a method under `key`
+// (`Symbol.match`...): such an object is passed on (read once here, once by V8: a
+// getter that changes only picks what runs, and every branch is checked or the
+// program's own code); any other value is converted once, and its length checked.
+function rtPatternArgument(value, key) {
+  if (rtIsObject(value) && value[key] != null) return value;
+  const text = value === undefined ? value : rtToString(value);
+  if (text !== undefined) rtCheckSource(text.length, RT_REGEXP_COST);
+  return text;
+}
+
+// A replacement: a function stays, anything else is converted once.
+function rtReplacement(value) {
+  return typeof value === "function" ? value : rtToString(value);
+}
+
+// The receiver of an array method that makes a new array of its length: V8 reads
+// `length` again, and a getter or a Proxy can answer more the second time. Such a
+// receiver is pinned: an object whose own `length` is the one checked, inheriting
+// every element from the receiver (reads go on to it, its getters and traps included).
+function rtPinnedLength(thisArg, length) {
+  return { __proto__: thisArg, length };
 }
 
 // The slow paths (allocations_impl.js), compiled the first time one is needed.
@@ -124,16 +171,18 @@ function rtAllocations() {
 // Arrays: the methods that write `count` elements in one call.
 
 function rtArrayLength(thisArg) {
-  return thisArg !== null && typeof thisArg === "object" ? rtLength(thisArg.length) : 0;
+  return rtIsObject(thisArg) ? rtLength(thisArg.length) : 0;
 }
 
+// `start` and `end` are converted once and handed over as indices within the length
+// read here: whatever V8 reads as the length next, it writes at most end - start.
 function rtFillTrap(target, thisArg, args) {
+  if (!rtIsObject(thisArg)) return rtReflectApply(target, thisArg, args);
   const length = rtArrayLength(thisArg);
-  if (length > RT_FEW_ELEMENTS) {
-    const start = rtRelative(args[1], length, 0);
-    rtCheckElements(rtRelative(args[2], length, length) - start);
-  }
-  return rtReflectApply(target, thisArg, args);
+  const start = rtRelative(args[1], length, 0);
+  const end = rtRelative(args[2], length, length);
+  if (end - start > RT_FEW_ELEMENTS) rtCheckElements(end - start);
+  return rtReflectApply(target, thisArg, [args[0], start, end]);
 }
 
 // The result is allocated at once, in a space V8 lets a first object of any size into:
@@ -147,26 +196,42 @@ function rtConcatTrap(target, thisArg, args) {
   return rtReflectApply(target, thisArg, args);
 }
 
-// `toSorted`, `toReversed`, `with`: a copy of the whole array.
+// `toSorted`, `toReversed`, `with`: a copy of the whole array (of a pinned receiver).
 function rtWholeArrayTrap(target, thisArg, args) {
+  if (!rtIsObject(thisArg)) return rtReflectApply(target, thisArg, args);
   const length = rtArrayLength(thisArg);
   if (length > RT_FEW_ELEMENTS) rtCheckElements(length);
-  return rtReflectApply(target, thisArg, args);
+  return rtReflectApply(target, rtPinnedLength(thisArg, length), args);
 }
 
 function rtToSplicedTrap(target, thisArg, args) {
+  if (!rtIsObject(thisArg)) return rtReflectApply(target, thisArg, args);
   const length = rtArrayLength(thisArg);
   if (length > RT_FEW_ELEMENTS) rtCheckElements(length + (args.length > 2 ? args.length - 2 : 0));
-  return rtReflectApply(target, thisArg, args);
+  return rtReflectApply(target, rtPinnedLength(thisArg, length), args);
 }
 
-// `Array.from` of an array-like (no iterator): V8 defines every index in one call.
+// `Array.from`: V8 defines every index of an array-like in one call. The iterator
+// method and the length are read once, here; V8 is handed an object that answers the
+// same (an iterator method calling the one read, or a pinned length and no iterator).
 function rtArrayFromTrap(target, thisArg, args) {
   const items = args[0];
-  if (items !== null && typeof items === "object" && items[Symbol.iterator] == null) {
-    rtCheckElements(rtLength(items.length));
+  if (!rtIsObject(items)) return rtReflectApply(target, thisArg, args);
+  const using = items[Symbol.iterator];
+  let given;
+  if (using != null) {
+    given = {
+      __proto__: null,
+      [Symbol.iterator]() {
+        return rtReflectApply(using, items, []);
+      },
+    };
+  } else {
+    const length = rtLength(items.length);
+    rtCheckElements(length);
+    given = { __proto__: items, length, [Symbol.iterator]: undefined };
   }
-  return rtReflectApply(target, thisArg, args);
+  return rtReflectApply(target, thisArg, [given, args[1], args[2]]);
 }
 
 // ---------------------------------------------------------------------------
@@ -174,71 +239,90 @@ function rtArrayFromTrap(target, thisArg, args) {
 
 // `split` of a string of more pieces than the budget allows (each piece is a string of
 // its own too, hence half of it) is counted first (allocations_impl.js).
+// The receiver, the limit and a separator without a `Symbol.split` method are converted
+// once (see rtPatternArgument).
 function rtSplitTrap(target, thisArg, args) {
+  const text = rtThisString(thisArg);
+  let separator = args.length > 0 ? args[0] : undefined;
+  if (rtIsObject(separator) && separator[Symbol.split] == null) separator = rtToString(separator);
+  const limit = args.length > 1 && args[1] !== undefined ? rtToNumber(args[1]) : undefined;
+  const given = [separator, limit];
   const budget = rtElementBudget() >> 1;
-  if (rtThisLength(thisArg) <= budget) return rtReflectApply(target, thisArg, args);
-  return rtAllocations().split(target, thisArg, args, budget);
+  if (rtThisLength(text) <= budget) return rtReflectApply(target, text, given);
+  return rtAllocations().split(target, text, given, budget);
 }
 
 // `RegExp.prototype[Symbol.match]` and `[Symbol.replace]`: a global regexp over a huge
 // string makes an array of every match, or a string of every replacement.
+// The string and a replacement that is no function are converted once.
 function rtMatchTrap(target, thisArg, args) {
-  const string = args[0];
-  if (typeof string === "string" && string.length > rtElementBudget()) {
+  const string = rtToString(args.length > 0 ? args[0] : undefined);
+  if (string.length > rtElementBudget()) {
     rtAllocations().match(thisArg, string, rtElementBudget());
   }
-  return rtReflectApply(target, thisArg, args);
+  return rtReflectApply(target, thisArg, [string]);
 }
 
 function rtReplaceTrap(target, thisArg, args) {
-  const string = args[0];
-  if (typeof string === "string" && string.length > rtElementBudget()) {
-    rtAllocations().replace(thisArg, string, rtElementBudget(), args[1]);
+  const string = rtToString(args.length > 0 ? args[0] : undefined);
+  const replacement = rtReplacement(args.length > 1 ? args[1] : undefined);
+  if (string.length > rtElementBudget()) {
+    rtAllocations().replace(thisArg, string, rtElementBudget(), replacement);
   }
-  return rtReflectApply(target, thisArg, args);
+  return rtReflectApply(target, thisArg, [string, replacement]);
 }
 
 function rtReplaceAllTrap(target, thisArg, args) {
-  if (rtThisLength(thisArg) > rtElementBudget() && typeof args[0] === "string") {
-    rtAllocations().replaceAll(thisArg, args[0], rtElementBudget(), args[1]);
+  const text = rtThisString(thisArg);
+  let pattern = args.length > 0 ? args[0] : undefined;
+  if (!rtIsObject(pattern) || pattern[Symbol.replace] == null) pattern = rtToString(pattern);
+  const replacement = rtReplacement(args.length > 1 ? args[1] : undefined);
+  if (rtThisLength(text) > rtElementBudget() && typeof pattern === "string") {
+    rtAllocations().replaceAll(text, pattern, rtElementBudget(), replacement);
   }
-  return rtReflectApply(target, thisArg, args);
+  return rtReflectApply(target, text, [pattern, replacement]);
 }
 
 function rtPadTrap(target, thisArg, args) {
-  const wanted = rtLength(args[0]);
-  if (wanted > rtThisLength(thisArg)) rtCheckChars(wanted, 1);
-  return rtReflectApply(target, thisArg, args);
+  const text = rtThisString(thisArg);
+  const wanted = rtToNumber(args.length > 0 ? args[0] : undefined);
+  const filler = args.length > 1 && args[1] !== undefined ? rtToString(args[1]) : undefined;
+  if (rtLength(wanted) > rtThisLength(text)) rtCheckChars(rtLength(wanted), 1);
+  return rtReflectApply(target, text, [wanted, filler]);
 }
 
 function rtRepeatTrap(target, thisArg, args) {
-  const length = rtThisLength(thisArg);
-  if (length > 0) rtCheckChars(length * rtLength(args[0]), 1);
-  return rtReflectApply(target, thisArg, args);
+  const text = rtThisString(thisArg);
+  const count = rtToNumber(args.length > 0 ? args[0] : undefined);
+  const length = rtThisLength(text);
+  if (length > 0) rtCheckChars(length * rtLength(count), 1);
+  return rtReflectApply(target, text, [count]);
 }
 
 // Conversions whose result (and ICU's working copy) grows with the string: 4 bytes a
 // character for the case mappings, 12 for `normalize`.
 function rtCaseTrap(target, thisArg, args) {
-  if (rtThisLength(thisArg) * 4 > rtMemoryLimitBytes) rtHeapBreach();
-  return rtReflectApply(target, thisArg, args);
+  const text = rtThisString(thisArg);
+  if (rtThisLength(text) * 4 > rtMemoryLimitBytes) rtHeapBreach();
+  return rtReflectApply(target, text, args);
 }
 
 function rtNormalizeTrap(target, thisArg, args) {
-  if (rtThisLength(thisArg) * 12 > rtMemoryLimitBytes) rtHeapBreach();
-  return rtReflectApply(target, thisArg, args);
+  const text = rtThisString(thisArg);
+  const form = args.length > 0 && args[0] !== undefined ? rtToString(args[0]) : undefined;
+  if (rtThisLength(text) * 12 > rtMemoryLimitBytes) rtHeapBreach();
+  return rtReflectApply(target, text, [form]);
 }
 
 // The text is built in one call; an array's length bounds it from below (4 bytes an
 // element: a digit and a comma at least, "null," for a hole). Nested arrays are not
 // walked: the heap limit and V8's largest string bound them (see docs/security.md).
+// A string is escaped: up to 6 characters each (`\u0001`), built at about 2 bytes a
+// character of the result (measured: 64 Mi control characters grew 582 MiB).
 function rtStringifyTrap(target, thisArg, args) {
-  if (rtArrayIsArray(args[0])) rtCheckSource(rtLength(args[0].length), 4);
-  return rtReflectApply(target, thisArg, args);
-}
-
-function rtParseTrap(target, thisArg, args) {
-  if (typeof args[0] === "string") rtCheckSource(args[0].length, 4);
+  const value = args[0];
+  if (rtArrayIsArray(value)) rtCheckSource(rtLength(value.length), 4);
+  else if (typeof value === "string") rtCheckEscaped(value, 6, rtJsonEscapedLength);
   return rtReflectApply(target, thisArg, args);
 }
 
@@ -278,39 +362,84 @@ function rtEvalTrap(target, thisArg, args) {
   return rtReflectApply(target, undefined, args);
 }
 
-function rtPatternLength(pattern) {
-  if (pattern === undefined) return 0;
-  if (typeof pattern === "string") return pattern.length;
-  if (pattern !== null && typeof pattern === "object") {
-    try {
-      const source = pattern.source;
-      if (typeof source === "string") return source.length;
-    } catch {
-      return 0;
+// A real regexp's source (read from its internal slot), or undefined.
+function rtRegExpSourceOf(value) {
+  if (!rtIsObject(value)) return undefined;
+  try {
+    return rtReflectApply(rtRegExpSource, value, []);
+  } catch {
+    return undefined;
+  }
+}
+
+// The pattern and flags of `RegExp(pattern, flags)` and `compile`, converted once: a
+// real regexp keeps its source (V8 reads it from the regexp itself); an object that
+// says it is a regexp (`Symbol.match`) gives its `source` and `flags` once; anything
+// else becomes its string. The result is what V8 compiles, measured.
+function rtPatternArguments(args) {
+  let pattern = args.length > 0 ? args[0] : undefined;
+  let flags = args.length > 1 ? args[1] : undefined;
+  let source = rtRegExpSourceOf(pattern);
+  if (source === undefined) {
+    if (rtIsObject(pattern) && pattern[Symbol.match]) {
+      if (flags === undefined) flags = pattern.flags;
+      pattern = pattern.source;
+    }
+    if (pattern !== undefined) pattern = rtToString(pattern);
+    source = pattern === undefined ? "" : pattern;
+  }
+  if (flags !== undefined) flags = rtToString(flags);
+  rtCheckPattern(source, flags);
+  return [pattern, flags];
+}
+
+// What compiling `source` costs: RT_REGEXP_COST a character, and for each property
+// class (`\p{...}`, `\P{...}`) RT_PROPERTY_CLASS_COST more: ICU builds each as a set
+// of ranges, and case-insensitive Unicode matching closes it over case (measured in
+// the census, tests/hostile/test_root_census.py).
+function rtCheckPattern(source, flags) {
+  let classes = 0;
+  if (source.length > 2) {
+    let at = rtReflectApply(rtStringIndexOf, source, ["{"]);
+    while (at > 1) {
+      const letter = rtReflectApply(rtStringCharCodeAt, source, [at - 1]);
+      if ((letter === 112 || letter === 80) && rtReflectApply(rtStringCharCodeAt, source, [at - 2]) === 92) {
+        classes++;
+      }
+      at = rtReflectApply(rtStringIndexOf, source, ["{", at + 1]);
     }
   }
-  return 0;
+  rtCheckSource(source.length * RT_REGEXP_COST + classes * RT_PROPERTY_CLASS_COST, 1);
 }
 
 function rtRegExpApply(target, thisArg, args) {
-  rtCheckSource(rtPatternLength(args[0]), RT_REGEXP_COST);
-  return rtReflectApply(target, undefined, args);
+  return rtReflectApply(target, undefined, rtPatternArguments(args));
 }
 
 function rtRegExpConstruct(target, args, newTarget) {
-  rtCheckSource(rtPatternLength(args[0]), RT_REGEXP_COST);
-  return rtReflectConstruct(target, args, newTarget === this.proxy ? target : newTarget);
+  const given = rtPatternArguments(args);
+  return rtReflectConstruct(target, given, newTarget === this.proxy ? target : newTarget);
 }
 
-// `compile`, and the String methods that make a regexp of a string argument.
+// `compile`.
 function rtPatternTrap(target, thisArg, args) {
-  rtCheckSource(rtPatternLength(args[0]), RT_REGEXP_COST);
-  return rtReflectApply(target, thisArg, args);
+  return rtReflectApply(target, thisArg, rtPatternArguments(args));
 }
 
-function rtStringPatternTrap(target, thisArg, args) {
-  if (typeof args[0] === "string") rtCheckSource(args[0].length, RT_REGEXP_COST);
-  return rtReflectApply(target, thisArg, args);
+// The String methods that make a regexp of an argument (see rtPatternArgument).
+function rtStringMatchTrap(target, thisArg, args) {
+  const pattern = rtPatternArgument(args.length > 0 ? args[0] : undefined, Symbol.match);
+  return rtReflectApply(target, rtThisString(thisArg), [pattern]);
+}
+
+function rtStringMatchAllTrap(target, thisArg, args) {
+  const pattern = rtPatternArgument(args.length > 0 ? args[0] : undefined, Symbol.matchAll);
+  return rtReflectApply(target, rtThisString(thisArg), [pattern]);
+}
+
+function rtStringSearchTrap(target, thisArg, args) {
+  const pattern = rtPatternArgument(args.length > 0 ? args[0] : undefined, Symbol.search);
+  return rtReflectApply(target, rtThisString(thisArg), [pattern]);
 }
 
 // ---------------------------------------------------------------------------
@@ -353,8 +482,11 @@ function rtIntlConstruct(target, args, newTarget) {
 // makes another. The Segments prototype is only reachable from one: it is wrapped at
 // the first call (no ICU object is made while the prelude runs).
 let rtSegmentsWrapped = false;
+// ICU keeps its own copy of the text (UTF-16), counted with it.
 function rtSegmentTrap(target, thisArg, args) {
-  const segments = rtCounted(rtReflectApply(target, thisArg, args), RT_SEGMENTS_BYTES);
+  const text = rtToString(args.length > 0 ? args[0] : undefined);
+  const made = rtReflectApply(target, thisArg, [text]);
+  const segments = rtCounted(made, RT_SEGMENTS_BYTES + 2 * text.length);
   if (!rtSegmentsWrapped) {
     rtSegmentsWrapped = true;
     rtWrapMethod(rtObjectGetPrototypeOf(segments), Symbol.iterator, rtSegmentIteratorTrap);
@@ -392,15 +524,25 @@ const rtInstallAllocationChecks = (function rtInstallAllocationChecks() {
     String.prototype, "toLowerCase", rtCaseTrap,
     String.prototype, "toLocaleUpperCase", rtCaseTrap,
     String.prototype, "toLocaleLowerCase", rtCaseTrap,
-    String.prototype, "match", rtStringPatternTrap,
-    String.prototype, "matchAll", rtStringPatternTrap,
-    String.prototype, "search", rtStringPatternTrap,
+    String.prototype, "match", rtStringMatchTrap,
+    String.prototype, "matchAll", rtStringMatchAllTrap,
+    String.prototype, "search", rtStringSearchTrap,
     JSON, "stringify", rtStringifyTrap,
     JSON, "parse", rtParseTrap,
     rtRegExpPrototype, Symbol.match, rtMatchTrap,
     rtRegExpPrototype, Symbol.replace, rtReplaceTrap,
     rtRegExpPrototype, "compile", rtPatternTrap,
     rtGlobal, "eval", rtEvalTrap,
+    rtGlobal, "encodeURI", rtEncodeUriTrap,
+    rtGlobal, "encodeURIComponent", rtEncodeUriTrap,
+    rtGlobal, "escape", rtEscapeTrap,
+    BigInt.prototype, "toString", rtBigIntToStringTrap,
+    Date.prototype, "toLocaleString", rtLocaleTrap,
+    Date.prototype, "toLocaleDateString", rtLocaleTrap,
+    Date.prototype, "toLocaleTimeString", rtLocaleTrap,
+    Number.prototype, "toLocaleString", rtLocaleTrap,
+    BigInt.prototype, "toLocaleString", rtLocaleTrap,
+    String.prototype, "localeCompare", rtLocaleTrap,
   ];
   // Each constructor: the original, where its name is defined (`null`: only as its
   // prototype's `constructor`), the traps of its handler, its size (Intl), and whether
@@ -428,12 +570,18 @@ const rtInstallAllocationChecks = (function rtInstallAllocationChecks() {
     }
   }
 
+  const searches = ["indexOf", "lastIndexOf", "includes"];
+  for (let i = 0; i < searches.length; i++) {
+    rtReflectApply(rtArrayPush, methods, [Array.prototype, searches[i], rtSearchTrap]);
+  }
   // As rtWrapMethod (buffers.js) does, written out: the proxy's handler has no
-  // prototype, so a program's `Object.prototype.get` is no trap.
+  // prototype, so a program's `Object.prototype.get` is no trap. (`kind`: the
+  // method's name, for the traps that serve several.)
   for (let i = 0; i < methods.length; i += 3) {
     const descriptor = rtObjectGetOwnPropertyDescriptor(methods[i], methods[i + 1]);
     if (descriptor === undefined) continue; // not in this V8
-    const value = new rtProxy(descriptor.value, { __proto__: null, apply: methods[i + 2] });
+    const handler = { __proto__: null, apply: methods[i + 2], kind: methods[i + 1] };
+    const value = new rtProxy(descriptor.value, handler);
     rtObjectDefineProperty(methods[i], methods[i + 1], {
       __proto__: null,
       value,

@@ -16,10 +16,13 @@
 //   install.js      what the prelude does once all that is defined
 //   settled.js      the `as_settled` and `stream_settled` globals
 //   buffers.js      ArrayBuffer accounting (its bulk, buffers_impl.js, compiled on use)
+//   estimates.js    memory V8 does not count: escaped text, BigInt digits, formatters
+//   searches.js     indexOf/lastIndexOf/includes over huge lengths, interruptibly
 //   allocations.js  size checks before built-ins that allocate in one call, Intl counting
 //                   (what only huge strings reach, allocations_impl.js, compiled on use)
 //   clock.js        what a replay must see again: Math.random seeded per cell, and the
 //                   clock's readings reported to the host and handed back on a replay
+//   finalization.js FinalizationRegistry callbacks that cannot throw (nor print)
 // A file uses only what the files before it define, or defines itself above the use;
 // a function may name a later file's function if it is only called once the prelude
 // has run (from the host's calls).
@@ -108,10 +111,14 @@ const rtMathFloor = Math.floor;
 const rtMathMin = Math.min;
 const rtMathTrunc = Math.trunc;
 const rtMathImul = Math.imul;
+const rtMathLog2 = Math.log2;
 const rtDate = Date;
 const rtDateNow = Date.now;
 const rtDateToString = Date.prototype.toString;
 const rtTemporal = typeof Temporal === "object" && Temporal !== null ? Temporal : null;
+const rtBigInt = BigInt;
+const rtFinalizationRegistry = FinalizationRegistry;
+const rtBigIntValueOf = BigInt.prototype.valueOf;
 
 const rtArrayIsArray = Array.isArray;
 const rtArrayJoin = Array.prototype.join;
