@@ -17,7 +17,8 @@ from ..native_child import run_child
 
 MiB = 1024 * 1024
 
-ADMISSION = """
+#: What both child scripts begin with.
+HEADER = """
 import json
 import trio
 from code_mode import Engine, EngineConfig, PendingFrontier, RuntimeConfig, SessionRuntime
@@ -26,6 +27,9 @@ from code_mode._engine._worker_process import resident_bytes
 from tests.helpers import GateDelegate, request
 
 MiB = 1024 * 1024
+"""
+
+ADMISSION = HEADER + """
 # 56 MB of doubles on the heap, within the cell's 64 MiB limit; then wait.
 HOLD = (
     "const keep = []; for (let i = 0; i < 7; i++) keep.push(new Array(1e6).fill(1.5 + i));"
@@ -87,14 +91,7 @@ def test_cells_within_their_limits_no_longer_take_the_worker_past_its_own() -> N
     assert outcome["peak"] < 640 * MiB, outcome
 
 
-CULPRIT = """
-import json
-import trio
-from code_mode import Engine, EngineConfig, PendingFrontier, RuntimeConfig, SessionRuntime
-from code_mode import YieldAfter
-from tests.helpers import GateDelegate, request
-
-MiB = 1024 * 1024
+CULPRIT = HEADER + """
 # 160 MB on the heap and 170 MB of ArrayBuffer: each within the 192 MiB limit, together
 # (with the worker's own memory) past the worker's 384 MiB; then it spins.
 CULPRIT = (
