@@ -210,9 +210,19 @@ def serve(channels: Channels, *, confine: bool = True, warm_isolates_burst: int 
     # Then the confinement: V8 has loaded its library and ICU data, and no other thread
     # exists yet, so every later one (isolate threads included) inherits it.
     unconfined = _confine.confine() if confine else ["all confinement (turned off)"]
+    heartbeat.start()
+    try:
+        _serve_commands(channels, unconfined, warm_isolates_burst)
+    finally:
+        # Even when serving failed: a worker that cannot serve must stop answering
+        # the heartbeat, so that the host kills it instead of waiting on it.
+        heartbeat.stop()
+
+
+def _serve_commands(channels: Channels, unconfined: list[str], warm_isolates_burst: int) -> None:
+    """Announce ``Ready``, then carry out commands until the command pipe closes."""
     selftest = os.environ.get(SELFTEST_ENV) == "1"
     writer = _Writer(channels.frames)
-    heartbeat.start()
     writer.write(Ready(unconfined).encode())
     isolates: dict[int, NativeIsolate] = {}
     lock = threading.Lock()
@@ -285,4 +295,3 @@ def serve(channels: Channels, *, confine: bool = True, warm_isolates_burst: int 
         isolates.clear()
     for native in remaining:
         native.close()
-    heartbeat.stop()
