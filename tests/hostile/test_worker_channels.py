@@ -136,10 +136,10 @@ async def test_whatever_reaches_a_workers_stdout_or_stderr_goes_to_the_drain() -
         assert eng._pool.workers == [worker] and worker.alive
 
 
-#: Sorts half a million numbers as strings: one built-in call of about two seconds
+#: Sorts two million numbers as strings: one built-in call of about three seconds
 #: on a 2-core machine, which never returns to the runtime in between.
 LONG_BUILTIN = """
-const a = new Array(2 ** 19);
+const a = new Array(2 ** 21);
 for (let i = 0; i < a.length; i++) a[i] = (i * 7919) % 1000003;
 const t = Date.now();
 a.sort();
