@@ -88,7 +88,7 @@ async def test_the_worker_memory_limit_stays_the_last_line() -> None:
             worker_processes=1,
             warm_isolates=0,
             worker_memory_limit_bytes=limit,
-            worker_memory_overcommit=8.0,  # admits a 1 GiB cell on a 256 MiB worker
+            worker_memory_overcommit=9.0,  # admits a 1 GiB cell on a 256 MiB worker
         ) as eng,
         SessionRuntime(delegate, large, engine=eng) as runtime,
     ):
