@@ -29,7 +29,9 @@ from tests.helpers import GateDelegate, request
 MiB = 1024 * 1024
 """
 
-ADMISSION = HEADER + """
+ADMISSION = (
+    HEADER
+    + """
 # 56 MB of doubles on the heap, within the cell's 64 MiB limit; then wait.
 HOLD = (
     "const keep = []; for (let i = 0; i < 7; i++) keep.push(new Array(1e6).fill(1.5 + i));"
@@ -74,6 +76,7 @@ async def main():
 
 trio.run(main)
 """
+)
 
 
 def test_cells_within_their_limits_no_longer_take_the_worker_past_its_own() -> None:
@@ -91,7 +94,9 @@ def test_cells_within_their_limits_no_longer_take_the_worker_past_its_own() -> N
     assert outcome["peak"] < 640 * MiB, outcome
 
 
-CULPRIT = HEADER + """
+CULPRIT = (
+    HEADER
+    + """
 # 160 MB on the heap and 170 MB of ArrayBuffer: each within the 192 MiB limit, together
 # (with the worker's own memory) past the worker's 384 MiB; then it spins.
 CULPRIT = (
@@ -138,6 +143,7 @@ async def main():
 
 trio.run(main)
 """
+)
 
 
 def test_a_program_past_the_worker_limit_fails_alone_and_is_quarantined() -> None:
