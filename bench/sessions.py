@@ -5,6 +5,7 @@
     python -m bench.sessions --out DIR        # sessions.json (+ sessions.png with matplotlib)
     python -m bench.sessions --placement exclusive --workers 8   # an engine set up so
     python -m bench.sessions --held 10,20 --placement exclusive  # busy sessions (S1b)
+    python -m bench.sessions --replay         # S3: the journal, and resuming after a kill
 
 * **S1, idle sessions.** A fresh process opens N sessions (no ``engine=``: they share
   the trio run's default engine, as an application's would), each runs one cell and
@@ -21,6 +22,14 @@
   (it waits for a promise that never settles), so every session holds an isolate on
   its worker; under ``session_placement="exclusive"`` each then holds a worker
   process, which is what that placement costs.
+
+* **S3, cells that survive their worker** (``--replay``, :mod:`bench.replay`): the
+  journal's memory per live cell and per recorded tool result; the time to resume N
+  bystanders (N = 1, 20, 200) after their worker is killed.
+
+A busy session holds its cell's memory limit on its worker
+(``EngineConfig.worker_memory_overcommit``): S1b runs on an engine of its own whose
+overcommit admits every busy session's cell on one worker, as before that admission.
 
 ``--placement`` and ``--workers`` run the sessions on an ``Engine`` of their own with
 ``EngineConfig(session_placement=..., worker_processes=...)`` (``process`` mode only;
@@ -50,6 +59,7 @@ from typing import Any
 from bench.child_process import ChildFailed, python_module, run_child
 from bench.engine_probe import default_engines, wait_warm_pool_filled
 from bench.provenance import machine
+from bench.replay import s3_child
 from bench.results import DEFAULT_OUT
 from bench.stats import MiB, process_tree
 
@@ -125,15 +135,20 @@ _OWN_ENGINES: list[Any] = []
 
 
 @contextlib.asynccontextmanager
-async def _engine(mode: str, placement: str, workers: int) -> Any:
+async def _engine(mode: str, placement: str, workers: int, held: int = 0) -> Any:
     """The engine the sessions of a point share: the default one (``placement`` is
-    ``-`` and ``workers`` 0), or one of their own set up so."""
-    if mode != "process" or (placement == "-" and workers == 0):
+    ``-``, ``workers`` 0 and no busy sessions), or one of their own set up so."""
+    if mode != "process" or (placement == "-" and workers == 0 and not held):
         yield None
         return
     from code_mode import Engine, EngineConfig
+    from code_mode._engine.config import ISOLATE_RESERVE_BYTES, WORKER_RESERVE_BYTES
 
     settings: dict[str, Any] = {"isolation": mode}
+    if held:  # every busy session's cell admitted on one worker (see the module)
+        charge = 256 * MiB + ISOLATE_RESERVE_BYTES
+        budget = 2048 * MiB - WORKER_RESERVE_BYTES
+        settings["worker_memory_overcommit"] = float(max(1, -(-(held + 2) * charge // budget)))
     if placement != "-":
         settings["session_placement"] = placement
     if workers:
@@ -162,7 +177,7 @@ async def s1_child(
     if held and placement == "exclusive" and not workers:
         workers = count + 1  # every busy session holds a worker (the first one too)
     async with (
-        _engine(mode, placement, workers) as engine,
+        _engine(mode, placement, workers, count if held else 0) as engine,
         CodeModeSession(config=config, engine=engine) as first,
     ):
         await _cell(first, 'text("warm")')
@@ -358,6 +373,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--workers", type=int, default=0, help="EngineConfig.worker_processes of that engine"
     )
     parser.add_argument(
+        "--replay", action="store_true", help="S3: the journal, and resuming after a kill"
+    )
+    parser.add_argument(
         "--held",
         default="",
         help="S1b only: comma-separated counts of sessions each keeping a cell running",
@@ -367,12 +385,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         import trio
 
         kind, mode, *rest = args.child
+        if kind == "s3":
+            print(json.dumps(trio.run(s3_child, int(mode), int(rest[0]))))
+            return 0
         child = s1_child if kind == "s1" else s2_child
         values = [n if n in ("-", "shared", "exclusive") else int(n) for n in rest]
         result = trio.run(child, mode, *values)
         print(json.dumps(result))
         return 0
     setting: dict[str, Any] = {"placement": args.placement or "-", "workers": args.workers}
+    if args.replay:
+        return _run_s3(args.out, quick=args.quick)
     if args.held:
         held = [int(n) for n in args.held.split(",")]
         results = run((), 0, 0, 3 if args.quick else 40, held=held, modes=("process",), **setting)
@@ -391,6 +414,36 @@ def main(argv: Sequence[str] | None = None) -> int:
             sessions_plot(results, args.out / "sessions.png")
     failed = [p for p in results["S1"] + results["S2"] if not p["ok"]]
     return 1 if failed else 0
+
+
+def _run_s3(out: Path, *, quick: bool) -> int:
+    points = [(1, 0), (20, 0), (20, 10)]
+    if not quick:
+        points += [(1, 2), (20, 2), (200, 2)]
+    results: dict[str, Any] = {"machine": machine(), "S3": []}
+    for bystanders, tool_results in points:
+        point = measure_point("s3", str(bystanders), str(tool_results))
+        results["S3"].append(point)
+        if not point["ok"]:
+            print(f"S3 {bystanders} bystanders: FAILED {point['error'][-300:]}", flush=True)
+            continue
+        print(
+            f"S3 {bystanders:4} bystanders, {tool_results:2} results each: journal "
+            f"{point['journal_bytes_per_cell']:.0f} B/cell; resumed in "
+            f"{point['resume_s'] * 1e3:.0f} ms (overcommit {point['overcommit']:g}); "
+            f"tool calls repeated: {point['hold_calls_repeated']}, errors: {point['errors']}",
+            flush=True,
+        )
+    by = {(p["bystanders"], p["results"]): p for p in results["S3"] if p["ok"]}
+    if (20, 0) in by and (20, 10) in by:
+        per_result = (
+            by[(20, 10)]["journal_bytes_per_cell"] - by[(20, 0)]["journal_bytes_per_cell"]
+        ) / 10
+        results["journal_bytes_per_result"] = per_result
+        print(f"S3 journal per recorded tool result: {per_result:.0f} B", flush=True)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sessions_replay.json").write_text(json.dumps(results, indent=2))
+    return 0 if all(p["ok"] for p in results["S3"]) else 1
 
 
 if __name__ == "__main__":

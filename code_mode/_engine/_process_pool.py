@@ -5,7 +5,10 @@ new isolate goes to is decided per *session* (:mod:`._placement`): a session's c
 stay on one worker, sessions are spread over the workers, and with
 ``EngineConfig.session_placement="exclusive"`` a worker serves one session at a time.
 Each worker keeps its own warm isolates (:class:`~._warm.WarmIsolates`), so a
-session's next cell finds one ready on the worker it is placed on.
+session's next cell finds one ready on the worker it is placed on. A worker admits
+cells by their memory limits (``EngineConfig.worker_memory_overcommit``), and a
+session whose cells keep killing workers is quarantined on workers of its own
+(``EngineConfig.quarantine_after_deaths``): both in :mod:`._placement`.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from ._backend import IsolateHandle, IsolateSink
 from ._placement import Place, Placer, Seat
 from ._warm import WarmIsolates
 from ._worker_process import RemoteIsolate, WorkerProcess
-from .config import EngineConfig
+from .config import ISOLATE_RESERVE_BYTES, EngineConfig
 
 logger = logging.getLogger("code_mode")
 
@@ -68,11 +71,16 @@ class ProcessPool:
             start_worker=self._start_worker,
             isolates_per_worker=config.isolates_per_worker,
             wait_timeout=config.worker_wait_timeout,
+            memory_budget=config.worker_memory_budget_bytes,
+            quarantine_after=config.quarantine_after_deaths,
+            quarantine_seconds=config.quarantine_seconds,
         )
+        #: The session whose cell a worker of its own was started for (create_alone).
+        self._alone: dict[WorkerProcess, Seat] = {}
         self._ids = itertools.count(1)
         self._closed = False
 
-    def _start_worker(self) -> Place:
+    def _start_worker(self, *, quarantine: bool = False) -> Place:
         """A new worker, usable at once: frames sent before its process is up wait in
         its queue, and a failure to start fails what was asked of it."""
         worker = WorkerProcess(
@@ -82,7 +90,7 @@ class ProcessPool:
             unconfined=self._warn_unconfined,
         )
         self.workers.append(worker)
-        place = Place(worker)
+        place = Place(worker, quarantine=quarantine)
         self._places[worker] = place
         self.placer.places.append(place)
         self._nursery.start_soon(worker.run)
@@ -109,8 +117,16 @@ class ProcessPool:
     def _worker_died(self, worker: WorkerProcess) -> None:
         if worker in self.workers:
             self.workers.remove(worker)
+        # The sessions whose cells were running may have caused the death; a worker
+        # started for one suspect cell died of that cell, running or not.
+        alone = self._alone.pop(worker, None)
+        if alone is not None:
+            self.placer.strike(alone)
         place = self._places.pop(worker, None)
         if place is not None:
+            for seat in {place.isolate_seats.get(i) for i in worker.running_at_death}:
+                if seat is not None:
+                    self.placer.strike(seat)
             # No replacement is started here: a worker that cannot start would be
             # restarted in a loop. The next cell that needs one starts it.
             self._forget(place)
@@ -152,8 +168,9 @@ class ProcessPool:
         temporary = seat is None
         if seat is None:
             seat = Seat()
+        charge = limits.memory_limit_bytes + ISOLATE_RESERVE_BYTES
         try:
-            place = self.placer.place_now(seat)
+            place = self.placer.place_now(seat, charge)
         except IsolateUnavailable:
             return None  # create_isolate says so
         if place is None or place.warm is None or not place.usable:
@@ -161,8 +178,8 @@ class ProcessPool:
         handle = place.warm.take_ready_isolate(sink, limits)
         if handle is None:
             return None
-        self.placer.opened(place, seat)
-        self._seated(handle, place, seat, temporary)
+        self.placer.opened(place, seat, charge)
+        self._seated(handle, place, seat, temporary, charge)
         return handle
 
     async def create_isolate(
@@ -176,26 +193,36 @@ class ProcessPool:
         temporary = seat is None
         if seat is None:
             seat = Seat()
-        place = await self.placer.place(seat)
-        self.placer.opened(place, seat)
+        charge = limits.memory_limit_bytes + ISOLATE_RESERVE_BYTES
+        place = await self.placer.place(seat, charge)
+        self.placer.opened(place, seat, charge)
         try:
             if place.warm is not None:
                 handle = await place.warm.create_isolate(sink, limits)
             else:
                 handle = await self.create_on(place.worker, sink, limits)
         except BaseException:
-            self.isolate_closed(place, seat, temporary)
+            self.isolate_closed(place, seat, temporary, charge, None)
             raise
-        self._seated(handle, place, seat, temporary)
+        self._seated(handle, place, seat, temporary, charge)
         return handle
 
-    def _seated(self, handle: IsolateHandle, place: Place, seat: Seat, temporary: bool) -> None:
+    def _seated(
+        self, handle: IsolateHandle, place: Place, seat: Seat, temporary: bool, charge: int
+    ) -> None:
         """``handle`` is an isolate of ``seat``'s session: closing it tells the
-        placement (an exclusive worker may be free then)."""
-        handle.when_closed(lambda: self.isolate_closed(place, seat, temporary))
+        placement (an exclusive worker may be free then, or memory on it)."""
+        isolate_id = handle.isolate_id if isinstance(handle, RemoteIsolate) else None
+        if isolate_id is not None:
+            place.isolate_seats[isolate_id] = seat
+        handle.when_closed(lambda: self.isolate_closed(place, seat, temporary, charge, isolate_id))
 
-    def isolate_closed(self, place: Place, seat: Seat, temporary: bool) -> None:
-        self.placer.closed(place, seat)
+    def isolate_closed(
+        self, place: Place, seat: Seat, temporary: bool, charge: int, isolate_id: int | None
+    ) -> None:
+        if isolate_id is not None:
+            place.isolate_seats.pop(isolate_id, None)
+        self.placer.closed(place, seat, charge)
         if temporary:
             self.placer.release(seat)
 
@@ -225,10 +252,13 @@ class ProcessPool:
             raise
         return RemoteIsolate(worker, isolate_id)
 
-    async def create_alone(self, sink: IsolateSink, limits: IsolateLimits) -> IsolateHandle:
+    async def create_alone(
+        self, sink: IsolateSink, limits: IsolateLimits, *, seat: Seat | None = None
+    ) -> IsolateHandle:
         """An isolate on a new worker process that takes no other isolate and exits
         when this one closes (no place: nobody is seated there; beyond ``size``, as
-        it lives only as long as the one cell replayed there)."""
+        it lives only as long as the one cell replayed there). Its death counts
+        against ``seat``'s session (see :meth:`Placer.strike`)."""
         if self._closed:
             raise IsolateUnavailable("exec runtime is not available: its engine is closed")
         worker = WorkerProcess(
@@ -237,7 +267,10 @@ class ProcessPool:
             retired=self.worker_retired,
             unconfined=self._warn_unconfined,
         )
+        worker.alone = True
         self.workers.append(worker)
+        if seat is not None:
+            self._alone[worker] = seat
         self._nursery.start_soon(worker.run)
         try:
             handle = await self.create_on(worker, sink, limits)

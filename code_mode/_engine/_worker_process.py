@@ -3,13 +3,17 @@
 A pool of these (:mod:`._process_pool`) belongs to an engine; each worker
 (``code_mode._v8._worker_process_main`` is its side) is started and supervised with
 trio. Each worker hosts many isolates and speaks the framed protocol of
-``code_mode._v8`` (each frame defined once there, for both ends) over its stdin/stdout.
+``code_mode._v8`` (each frame defined once there, for both ends) over a pipe pair of its
+own (passed to the process as extra descriptors: never its stdin/stdout, which V8
+itself prints to). Its stdout and stderr go to a *log drain*: read as they come, the
+last few KiB kept (they tell an out-of-memory death from another) and the first
+:data:`LOG_BYTES` logged (``code_mode.worker``, debug), the rest counted and dropped.
 A worker knows nothing of its pool: it takes the engine's :class:`EngineConfig` as it
 is, and tells whoever started it that it died or retired through the callbacks it was
-given (the pool asks; the worker never reaches back into it). Per worker, two trio
-tasks run in the pool's nursery: a *writer* that drains a queue of frames into the pipe
-(so ``post`` and ``cancel`` never block), and a *reader* that dispatches reports to the
-isolates' sinks.
+given (the pool asks; the worker never reaches back into it). Per worker, trio tasks
+run in the pool's nursery: a *writer* that drains a queue of frames into the pipe (so
+``post`` and ``cancel`` never block), a *reader* that dispatches reports to the
+isolates' sinks, and the log drain.
 
 When a worker dies (V8 aborts on a fatal out-of-memory, someone kills it, ...), its
 reader sees the pipe close; every isolate it hosted is told
@@ -17,15 +21,21 @@ reader sees the pipe close; every isolate it hosted is told
 whether its program was running or waiting at that moment (:mod:`._worker_death`),
 and the next cell gets a fresh worker. Nothing else in the session is affected.
 
-A third task per worker, the *watchdog*, kills a worker that uses more resident memory
-than ``EngineConfig.worker_memory_limit_bytes`` or stops answering the heartbeat for
-``EngineConfig.worker_heartbeat_timeout`` seconds (stopped, deadlocked); its cells then
-fail the same way, with the reason naming the setting.
+One more task per worker, the *watchdog*, kills a worker that uses more resident
+memory than ``EngineConfig.worker_memory_limit_bytes`` or leaves a heartbeat
+unanswered for ``EngineConfig.worker_heartbeat_timeout`` seconds (stopped,
+deadlocked); its cells then fail the same way, with the reason naming the setting.
+The heartbeat is a byte on a pipe pair of its own, echoed by a worker thread that runs
+no JavaScript (see ``_worker_process_main``). The watchdog judges a ping by whether
+its answer has arrived, reading the answer pipe itself before judging: a host whose
+trio thread was blocked for longer than the timeout finds the answer waiting, and
+does not kill a worker that did answer.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import subprocess
@@ -48,8 +58,6 @@ from .._v8 import (
     HostFrame,
     IsolateLimits,
     IsolateUnavailable,
-    Ping,
-    Pong,
     Post,
     Ready,
     SetLimits,
@@ -61,11 +69,20 @@ from ._worker_death import death_notices
 from .config import EngineConfig
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
-_STDERR_TAIL = 4096
+#: The last bytes of a worker's stdout and stderr kept (to describe its death).
+_LOG_TAIL = 4096
+#: Bytes of a worker's stdout and stderr logged (``code_mode.worker``, debug level);
+#: beyond them the output is only counted, whatever a program makes V8 print.
+LOG_BYTES = 64 * 1024
+#: Seconds a worker may take to start (its heartbeat is answered once V8 is up and
+#: the worker confined: before that, unanswered pings count against this instead).
+START_TIMEOUT = 30.0
 #: How often the watchdog looks at a worker (its memory, the heartbeat).
 WATCH_INTERVAL = 0.1
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 _MiB = 1024 * 1024
+
+worker_log = logging.getLogger("code_mode.worker")
 
 
 def resident_bytes(pid: int) -> int | None:
@@ -124,15 +141,25 @@ class WorkerProcess:
         # Frames go straight into the pipe (non-blocking) while the writer task has
         # nothing queued: no task switch per frame. Only what the pipe does not take
         # at once waits for the writer task, and then everything after it too.
-        self._stdin_fd: int | None = None
+        self._command_fd: int | None = None
         self._queued = 0
         self._sinks: dict[int, IsolateSink] = {}
         self._creating: dict[int, _PendingCreate] = {}
         self._closing: dict[int, trio.Event] = {}
         self._stuck: set[int] = set()  # isolates whose disposal outlasted close_timeout
         self._kill_reason: str | None = None
-        self._last_pong = 0.0
-        self._stderr = bytearray()
+        self._killed_for_memory: int | None = None  # resident bytes, if killed for them
+        #: Started for one suspect cell, replayed alone here (``ProcessPool.create_alone``).
+        self.alone = False
+        #: The isolates that were running JavaScript when the worker died.
+        self.running_at_death: list[int] = []
+        self._log_tail = bytearray()
+        self.log_bytes = 0  # bytes the worker wrote to its stdout and stderr
+        #: Set when the worker is started: the host's ends of its pipes.
+        self._commands: trio.lowlevel.FdStream | None = None
+        self._frames: trio.lowlevel.FdStream | None = None
+        self._ping_fd: int | None = None
+        self._pong_fd: int | None = None
         self.hosted = 0  # isolates created here so far
         self.retiring = False  # takes no new isolates; exits when the last one closes
         self.ready = False  # V8 is up in the worker
@@ -152,6 +179,10 @@ class WorkerProcess:
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Start the process and serve it until it exits (a task of the pool)."""
+        # Four pipes: commands, frames, ping, pong; the worker's ends are passed to it.
+        pipes = [os.pipe2(os.O_CLOEXEC) for _ in range(4)]
+        theirs = [pipes[0][0], pipes[1][1], pipes[2][0], pipes[3][1]]
+        ours = [pipes[0][1], pipes[1][0], pipes[2][1], pipes[3][0]]
         try:
             self._process = await trio.lowlevel.open_process(
                 [
@@ -161,12 +192,16 @@ class WorkerProcess:
                     _PACKAGE_DIR,
                     "confine" if self._config.confine_workers else "none",
                     str(self._config.warm_isolates_burst),
+                    *(str(fd) for fd in theirs),
                 ],
-                stdin=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                pass_fds=theirs,
             )
         except BaseException as error:  # OSError, or cancelled before it started
+            for fd in ours:
+                os.close(fd)
             self._die(f"could not start: {error}" if isinstance(error, OSError) else "not started")
             self.started.set()
             self.exited.set()
@@ -174,24 +209,35 @@ class WorkerProcess:
             if isinstance(error, OSError):
                 return
             raise
+        finally:
+            for fd in theirs:
+                os.close(fd)
+        # FdStream makes each descriptor non-blocking and owns it from now on.
+        self._commands = trio.lowlevel.FdStream(ours[0])
+        self._frames = trio.lowlevel.FdStream(ours[1])
+        ping = trio.lowlevel.FdStream(ours[2])
+        pong = trio.lowlevel.FdStream(ours[3])
+        self._command_fd, self._ping_fd, self._pong_fd = ours[0], ours[2], ours[3]
         self.started.set()
         task_status.started()
-        if isinstance(self._process.stdin, trio.lowlevel.FdStream):
-            self._stdin_fd = self._process.stdin.fileno()  # non-blocking
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._write_loop)
-                nursery.start_soon(self._stderr_loop)
+                nursery.start_soon(self._log_drain)
                 nursery.start_soon(self._watchdog)
                 await self._read_loop()
                 nursery.cancel_scope.cancel()
         finally:
+            self._ping_fd = self._pong_fd = None
             with trio.CancelScope(shield=True):
+                for stream in (self._frames, ping, pong):
+                    with contextlib.suppress(OSError, trio.ClosedResourceError):
+                        await stream.aclose()
                 await self._reap()
 
     async def _write_loop(self) -> None:
-        assert self._process is not None and self._process.stdin is not None
-        stdin = self._process.stdin
+        assert self._commands is not None
+        commands = self._commands
         try:
             async for data in self._receive:
                 chunks = [data]
@@ -200,49 +246,102 @@ class WorkerProcess:
                         chunks.append(self._receive.receive_nowait())
                     except (trio.WouldBlock, trio.EndOfChannel):
                         break
-                await stdin.send_all(b"".join(chunks))
+                await commands.send_all(b"".join(chunks))
                 self._queued -= len(chunks)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         finally:
-            self._stdin_fd = None  # never write to a closed (maybe reused) descriptor
+            self._command_fd = None  # never write to a closed (maybe reused) descriptor
             with (
                 trio.CancelScope(shield=True),
                 contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError),
             ):
-                await stdin.aclose()
+                await commands.aclose()
 
-    async def _stderr_loop(self) -> None:
-        assert self._process is not None and self._process.stderr is not None
+    async def _log_drain(self) -> None:
+        """Read the worker's stdout and stderr as they come (a worker blocked on a
+        full pipe would stop), keeping a bounded tail and logging a bounded head."""
+        assert self._process is not None and self._process.stdout is not None
         try:
-            async for data in self._process.stderr:
-                self._stderr += data
-                del self._stderr[:-_STDERR_TAIL]
+            async for data in self._process.stdout:
+                if self.log_bytes < LOG_BYTES:
+                    head = data[: LOG_BYTES - self.log_bytes]
+                    worker_log.debug(
+                        "worker %s: %s", self.pid, head.decode("utf-8", "replace").rstrip()
+                    )
+                    if self.log_bytes + len(data) >= LOG_BYTES:
+                        worker_log.debug(
+                            "worker %s: further output is not logged (%d bytes logged)",
+                            self.pid,
+                            LOG_BYTES,
+                        )
+                self.log_bytes += len(data)
+                self._log_tail += data
+                del self._log_tail[:-_LOG_TAIL]
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
 
+    def _answered(self) -> bool | None:
+        """Whether the worker echoed a heartbeat byte since the last look (read from
+        the answer pipe now, not by a task that may not have run yet); None once the
+        pipe is closed."""
+        fd = self._pong_fd
+        if fd is None:
+            return None
+        answered = False
+        while True:
+            try:
+                data = os.read(fd, 4096)
+            except BlockingIOError:
+                return answered
+            except OSError:
+                return None
+            if not data:
+                return None
+            answered = True
+
+    def _ping(self) -> None:
+        fd = self._ping_fd
+        if fd is not None:
+            with contextlib.suppress(OSError):  # full (unanswered) or closed: no matter
+                os.write(fd, b"p")
+
     async def _watchdog(self) -> None:
-        """Kill the worker when it is above its memory limit or stops answering."""
+        """Kill the worker when it is above its memory limit or leaves a heartbeat
+        unanswered for ``worker_heartbeat_timeout`` seconds."""
         assert self._process is not None
         pid = self._process.pid
         limit = self._config.worker_memory_limit_bytes
         timeout = self._config.worker_heartbeat_timeout
         interval = timeout / 4
-        self._last_pong = next_ping = trio.current_time()
+        unanswered_since: float | None = None  # when the oldest unanswered ping went
+        next_ping = trio.current_time()
         while True:
             now = trio.current_time()
-            if now - self._last_pong > timeout:
+            answered = self._answered()
+            if answered is None:
+                return  # the worker is gone: the reader sees it
+            if answered:
+                unanswered_since = None
+            elif unanswered_since is not None and now - unanswered_since > (
+                timeout if self.ready else max(timeout, START_TIMEOUT)
+            ):
                 self.kill_for(
                     f"killed: it did not answer for {timeout:g} s "
                     "(EngineConfig.worker_heartbeat_timeout)"
+                    if self.ready
+                    else f"killed: it did not start within {START_TIMEOUT:g} s"
                 )
                 return
             if now >= next_ping:
-                self.send(Ping())
+                self._ping()
+                if unanswered_since is None:
+                    unanswered_since = now
                 next_ping = now + interval
             if limit is not None:
                 resident = resident_bytes(pid)
                 if resident is not None and resident > limit:
+                    self._killed_for_memory = resident
                     self.kill_for(
                         f"killed: its resident memory of {resident // _MiB} MiB exceeded the "
                         f"limit of {limit} bytes (EngineConfig.worker_memory_limit_bytes)"
@@ -251,10 +350,10 @@ class WorkerProcess:
             await trio.sleep(WATCH_INTERVAL)
 
     async def _read_loop(self) -> None:
-        assert self._process is not None and self._process.stdout is not None
+        assert self._frames is not None
         reader = FrameReader()
         try:
-            async for data in self._process.stdout:
+            async for data in self._frames:
                 for report in reader.feed(data):
                     self._dispatch(report)  # type: ignore[arg-type]
         except (trio.BrokenResourceError, trio.ClosedResourceError, FrameError):
@@ -269,8 +368,6 @@ class WorkerProcess:
             sink = self._sinks.get(report.id)
             if sink is not None:
                 sink.on_task(report.tag, report.outcome, report.detail)
-        elif isinstance(report, Pong):
-            self._last_pong = trio.current_time()
         elif isinstance(report, Ready):
             if report.unconfined and self._config.confine_workers:
                 self._unconfined(report.unconfined)
@@ -324,7 +421,7 @@ class WorkerProcess:
                 await process.wait()
         self._die(
             self._kill_reason
-            or _describe_exit(None if process is None else process.returncode, self._stderr)
+            or _describe_exit(None if process is None else process.returncode, self._log_tail)
         )
         self.exited.set()
 
@@ -339,6 +436,19 @@ class WorkerProcess:
             pending.done.set()
         self._creating.clear()
         sinks, self._sinks = self._sinks, {}
+        self.running_at_death = [i for i, sink in sinks.items() if sink.evaluating()]
+        resident, limit = self._killed_for_memory, self._config.worker_memory_limit_bytes
+        if self.alone and resident is not None and limit is not None:
+            # It ran this one cell only: the cell took it past the limit, whatever
+            # its own limit let it count (memory outside V8's heap, running or not).
+            text = (
+                "exec cell exceeded the memory a worker process may use: its worker, "
+                f"which ran it alone, reached a resident memory of {resident // _MiB} MiB, "
+                f"above the limit of {limit} bytes (EngineConfig.worker_memory_limit_bytes)"
+            )
+            for sink in sinks.values():
+                sink.on_crash(text)
+            sinks = {}
         for sink, text in death_notices(message, list(sinks.values())):
             sink.on_crash(text)
         for closing in self._closing.values():
@@ -355,7 +465,7 @@ class WorkerProcess:
         data = command.encode()
         if not self.alive:
             return
-        fd = self._stdin_fd
+        fd = self._command_fd
         if fd is not None and self._queued == 0:
             try:
                 written = os.write(fd, data)
@@ -412,8 +522,8 @@ class WorkerProcess:
             self.retire_if_idle()
 
     def shutdown(self) -> None:
-        """Close stdin: the worker closes its isolates and exits."""
-        self._stdin_fd = None
+        """Close the command pipe: the worker closes its isolates and exits."""
+        self._command_fd = None
         self._send.close()
 
     def kill_for(self, reason: str) -> None:
@@ -442,6 +552,11 @@ class RemoteIsolate(HandleBase):
         super().__init__()
         self._worker = worker
         self._id = isolate_id
+
+    @property
+    def isolate_id(self) -> int:
+        """Its id within its worker process."""
+        return self._id
 
     def post(self, code: str, tag: int, quiet: bool = False, probe: int | None = None) -> None:
         self._worker.send(Post(self._id, tag, code, quiet, probe))

@@ -7,11 +7,20 @@ and the field names are the same everywhere).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 import attrs
 
 from .._validators import non_negative_int, optional, positive_finite, positive_int
+
+#: What a worker process uses besides its cells' memory (Python, V8, ICU data, warm
+#: isolates: about 70 MiB measured, with headroom), left out of its memory budget.
+WORKER_RESERVE_BYTES: Final = 128 * 1024 * 1024
+
+#: What a cell's isolate uses beyond what its memory limit counts (the young
+#: generation's semi-spaces, code, the isolate itself: about 25 MiB measured with a
+#: full heap), charged to the budget with its limit.
+ISOLATE_RESERVE_BYTES: Final = 32 * 1024 * 1024
 
 
 @attrs.frozen(kw_only=True)
@@ -109,14 +118,51 @@ class EngineConfig:
     Only ``"process"`` mode: in ``"thread"`` mode isolates share the host's memory
     (see ``docs/security.md``)."""
 
+    worker_memory_overcommit: float = attrs.field(default=1.0, validator=positive_finite)
+    """How far the memory limits of the cells running on one worker process may add up
+    past what the worker may use (default 1.0: not at all). A cell is admitted on a
+    worker only while the ``RuntimeConfig.memory_limit_bytes`` of the cells running
+    there, each plus 32 MiB for its isolate (what V8 uses beyond what the limit
+    counts), its own included, add up to at most :attr:`worker_memory_budget_bytes`:
+    ``(worker_memory_limit_bytes - 128 MiB) * worker_memory_overcommit`` (the 128 MiB
+    are the worker's own memory: Python, V8, ICU, warm isolates). So at the defaults
+    (2 GiB, 1.0) six cells of the default 256 MiB run at once on a worker, and six
+    programs each filling its limit stay under the worker's limit instead of taking it
+    past and every cell on it down. A cell that does not fit goes to another worker
+    (one is started while fewer than ``worker_processes`` run), or waits for cells to
+    end, at most ``worker_wait_timeout`` seconds; then it fails with ``exec runtime is
+    at capacity: ...`` naming these settings. A cell whose own limit is above the
+    budget fails at once. Above 1.0 more cells are admitted than could all fill their
+    limits (most never do), at the risk that the worker's resident memory passes its
+    limit: then the worker is killed and its cells are replayed elsewhere (see
+    ``docs/runtime.md``). No effect without a ``worker_memory_limit_bytes``, or in
+    ``"thread"`` mode."""
+
+    quarantine_after_deaths: int | None = attrs.field(default=2, validator=optional(positive_int))
+    """Worker process deaths, within ``quarantine_seconds``, at which one of a session's
+    cells was running (so may have caused it; a worker started to replay one suspect
+    cell alone counts whenever it dies) before the session is *quarantined* (default 2;
+    ``None``: never). A quarantined session's next cells run, for ``quarantine_seconds``,
+    on quarantine workers: worker processes that serve only quarantined sessions,
+    started beyond ``worker_processes`` (at most that many more; a quarantined session
+    has one of its own while there are enough, and shares them beyond). Its programs
+    then end no well-behaved session's cells, however often they kill their worker.
+    The memory budget (``worker_memory_overcommit``) applies there too. ``"process"``
+    mode only."""
+
+    quarantine_seconds: float = attrs.field(default=600.0, validator=positive_finite)
+    """How long a quarantine lasts, and the window in which worker deaths are counted
+    towards one (default 600 s; see ``quarantine_after_deaths``)."""
+
     worker_heartbeat_timeout: float = attrs.field(default=10.0, validator=positive_finite)
     """Seconds a worker process may go without answering the engine's heartbeat
     (default 10 s) before it counts as hung (stopped with ``SIGSTOP``, deadlocked):
     it is then killed, its cells fail with ``exec runtime ended unexpectedly: the
     JavaScript worker process died (killed: it did not answer for <T> s
     (EngineConfig.worker_heartbeat_timeout))``, and a new worker replaces it. The
-    heartbeat is answered by the worker's command loop, which JavaScript never
-    occupies, so a busy program does not count as hung."""
+    heartbeat is a byte on a pipe of its own, echoed by a worker thread that never runs
+    JavaScript, so a busy program (one long built-in call included) does not count as
+    hung, and a host that was itself blocked finds the answer waiting."""
 
     isolate_close_timeout: float = attrs.field(default=2.0, validator=positive_finite)
     """Seconds the engine waits for a worker process to dispose of an isolate
@@ -135,3 +181,12 @@ class EngineConfig:
     does not get the host user's powers. Where the kernel lacks a mechanism the worker
     runs without it and a warning is logged once. Turn it off only to debug a worker.
     See ``docs/security.md``."""
+
+    @property
+    def worker_memory_budget_bytes(self) -> int | None:
+        """What the memory limits of the cells running on one worker process may add up
+        to (see :attr:`worker_memory_overcommit`); None: no budget."""
+        limit = self.worker_memory_limit_bytes
+        if limit is None:
+            return None
+        return int(max(limit - WORKER_RESERVE_BYTES, 0) * self.worker_memory_overcommit)

@@ -169,13 +169,16 @@ class Engine:
             return self._pool.take_ready_isolate(sink, limits, seat=seat)
         return self._backend.take_ready_isolate(sink, limits)
 
-    async def create_isolate_alone(self, sink: IsolateSink, limits: IsolateLimits) -> IsolateHandle:
+    async def create_isolate_alone(
+        self, sink: IsolateSink, limits: IsolateLimits, *, seat: Seat | None = None
+    ) -> IsolateHandle:
         """An isolate on a worker process of its own, started for it and ended with it:
         where a cell suspected of killing its worker is replayed (see ``journal.py``),
-        so that if it kills this one too, it takes no other cell with it."""
+        so that if it kills this one too, it takes no other cell with it (and the
+        death counts towards quarantining ``seat``'s session)."""
         if self._pool is None or self._closed:
             raise IsolateUnavailable("exec runtime is not available: its engine is closed")
-        return await self._pool.create_alone(sink, limits)
+        return await self._pool.create_alone(sink, limits, seat=seat)
 
     def _release(self, seat: Seat) -> None:
         if self._pool is not None:
@@ -231,7 +234,7 @@ class SessionSeat:
 
     async def create_isolate_alone(self, sink: IsolateSink, limits: IsolateLimits) -> IsolateHandle:
         """See :meth:`Engine.create_isolate_alone`."""
-        return await self._engine.create_isolate_alone(sink, limits)
+        return await self._engine.create_isolate_alone(sink, limits, seat=self._seat)
 
     def release(self) -> None:
         """The session is over (its cells are closed): its place is given up."""

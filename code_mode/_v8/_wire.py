@@ -7,11 +7,11 @@ worker (:mod:`._worker_process_main`) both encode with its :meth:`encode` and re
 reads a header of its own.
 
 * host -> worker: :class:`Create`, :class:`SetLimits`, :class:`Post`, :class:`Cancel`,
-  :class:`Close` (an isolate ``id``), :class:`Ping` (the heartbeat), :class:`Selftest`;
+  :class:`Close` (an isolate ``id``), :class:`Selftest`;
 * worker -> host: :class:`Ready` (V8 is up; ``unconfined`` lists what of the
   confinement could not be applied), :class:`Created` (with an ``error`` or none),
   :class:`Batch` (a batch of the isolate's messages, or ``None``: dropped as
-  oversized), :class:`Task` (an evaluation ended), :class:`Closed`, :class:`Pong`,
+  oversized), :class:`Task` (an evaluation ended), :class:`Closed`,
   :class:`SelftestResults`.
 
 Most frames have a small JSON header (``{"op": "close", "id": 3}``: ``op`` names the
@@ -168,13 +168,6 @@ class Close(_JsonFrame):
 
 
 @dataclass(frozen=True, slots=True)
-class Ping(_JsonFrame):
-    """The heartbeat; answered by :class:`Pong` from the worker's command loop."""
-
-    OP: ClassVar[str] = "ping"
-
-
-@dataclass(frozen=True, slots=True)
 class Selftest(_JsonFrame):
     """Try what the confinement forbids, in ``dir`` (tests only: see ``_selftest.py``)."""
 
@@ -237,13 +230,6 @@ class Closed(_JsonFrame):
 
 
 @dataclass(frozen=True, slots=True)
-class Pong(_JsonFrame):
-    """The answer to :class:`Ping`."""
-
-    OP: ClassVar[str] = "pong"
-
-
-@dataclass(frozen=True, slots=True)
 class SelftestResults(_JsonFrame):
     """What each forbidden action of :class:`Selftest` gave (``"ok"`` or an error)."""
 
@@ -251,15 +237,14 @@ class SelftestResults(_JsonFrame):
     results: dict[str, str]
 
 
-HostFrame: TypeAlias = Create | SetLimits | Post | Cancel | Close | Ping | Selftest
+HostFrame: TypeAlias = Create | SetLimits | Post | Cancel | Close | Selftest
 """What the host sends."""
-WorkerFrame: TypeAlias = Ready | Created | Batch | Task | Closed | Pong | SelftestResults
+WorkerFrame: TypeAlias = Ready | Created | Batch | Task | Closed | SelftestResults
 """What a worker sends."""
 Frame: TypeAlias = HostFrame | WorkerFrame
 
 _BY_OP: dict[str, type[_JsonFrame]] = {
-    cls.OP: cls
-    for cls in (Create, SetLimits, Cancel, Close, Ping, Selftest, Ready, Created, Closed, Pong)
+    cls.OP: cls for cls in (Create, SetLimits, Cancel, Close, Selftest, Ready, Created, Closed)
 }
 _BY_OP[SelftestResults.OP] = SelftestResults
 

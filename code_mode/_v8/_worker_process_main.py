@@ -1,15 +1,24 @@
 """Entry point of a JavaScript worker process (see :data:`BOOTSTRAP`).
 
-The host writes frames (:mod:`._wire`, where each is defined) to our stdin and reads
-frames from our stdout: it creates, posts to, cancels and closes isolates, and pings;
-we answer ``Ready``, ``Created``, ``Batch``, ``Task``, ``Closed`` and ``Pong``.
+The host writes frames (:mod:`._wire`, where each is defined) to a *command* pipe and
+reads frames from a *frame* pipe: it creates, posts to, cancels and closes isolates;
+we answer ``Ready``, ``Created``, ``Batch``, ``Task`` and ``Closed``. Both are file
+descriptors of their own, passed at start (never stdin or stdout): V8 itself prints to
+stdout (an exception thrown by a ``FinalizationRegistry`` callback, some warnings),
+and a byte of that in the frame stream would corrupt it and end the worker with every
+cell in it. Our stdout and stderr go to a pipe the host drains into a bounded log.
+
+The heartbeat has a pipe pair of its own too, answered by :class:`_Heartbeat`, a
+thread that never runs JavaScript and takes no lock an isolate's thread may hold: it
+reads a byte and writes it back. So neither a busy isolate, a close waiting for one,
+nor a large frame queued behind a slow host delays the answer.
 
 Once V8 is initialised, and before any isolate or thread exists, the worker confines
 itself (:mod:`._confine`: no new processes, sockets or file writes). The main thread
 reads commands; ``Post`` and ``Cancel`` only queue work in V8 and return. Creating and
 closing isolates block for milliseconds, so helper threads do them. Reports come from
 the isolates' own threads and are written under one lock. When
-stdin closes (the session ends, or the host died) every isolate is closed and the
+the command pipe closes (the engine ends, or the host died) every isolate is closed and the
 process exits. A fatal V8 error kills this process only; the host notices the closed
 pipe and fails the cells that lived here.
 """
@@ -18,11 +27,11 @@ from __future__ import annotations
 
 import os
 import queue
-import sys
+import select
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import BinaryIO
+from dataclasses import dataclass
 
 from . import _confine
 from ._native import NativeIsolate
@@ -36,8 +45,6 @@ from ._wire import (
     Create,
     Created,
     FrameReader,
-    Ping,
-    Pong,
     Post,
     Ready,
     Selftest,
@@ -50,16 +57,16 @@ from ._wire import (
 #: package so that importing this module does not run ``code_mode/__init__.py`` (trio,
 #: attrs, the session runtime, the engine): a worker needs only this package (``_v8``)
 #: and starts in ~0.1 s. Its arguments: the package directory, ``confine`` or ``none``,
-#: and how many isolates it may build at once (``EngineConfig.warm_isolates_burst``;
-#: 1 when left out).
+#: how many isolates it may build at once (``EngineConfig.warm_isolates_burst``), then
+#: the four descriptors it inherits (:class:`Channels`: commands, frames, ping, pong).
 BOOTSTRAP = """
 import sys, types
 package = types.ModuleType("code_mode")
 package.__path__ = [sys.argv[1]]
 sys.modules["code_mode"] = package
-from code_mode._v8._worker_process_main import main
-burst = int(sys.argv[3]) if len(sys.argv) > 3 else 1
-main(confine=sys.argv[2] == "confine", warm_isolates_burst=burst)
+from code_mode._v8._worker_process_main import Channels, serve
+channels = Channels(*(int(fd) for fd in sys.argv[4:8]))
+serve(channels, confine=sys.argv[2] == "confine", warm_isolates_burst=int(sys.argv[3]))
 """
 
 #: With this environment variable set to ``1``, a worker answers the ``selftest`` op
@@ -67,19 +74,72 @@ main(confine=sys.argv[2] == "confine", warm_isolates_burst=burst)
 SELFTEST_ENV = "CODE_MODE_WORKER_SELFTEST"
 
 
+@dataclass(frozen=True)
+class Channels:
+    """The descriptors a worker talks to its host through (each a pipe end it
+    inherited): ``commands`` it reads frames from, ``frames`` it writes frames to,
+    ``ping`` it reads heartbeat bytes from and ``pong`` it echoes them to."""
+
+    commands: int
+    frames: int
+    ping: int
+    pong: int
+
+
 class _Writer:
-    def __init__(self, stream: BinaryIO) -> None:
-        self._stream = stream
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
         self._lock = threading.Lock()
+        self._broken = False
 
     def write(self, data: bytes) -> None:
         """Write one encoded frame (whole: frames of several threads never mix)."""
         with self._lock:
+            view = memoryview(data)
+            while view and not self._broken:
+                try:
+                    view = view[os.write(self._fd, view) :]
+                except OSError:  # the host is gone
+                    self._broken = True
+
+
+class _Heartbeat:
+    """Echoes each byte the host writes to ``ping`` back on ``pong``, on a thread of
+    its own that runs no JavaScript and takes no lock but the GIL (which no native
+    call of an isolate holds for long: see ``_native_library.held_library``). It ends
+    when the host closes ``ping`` or :meth:`stop` is called."""
+
+    def __init__(self, ping: int, pong: int) -> None:
+        self._ping = ping
+        self._pong = pong
+        self._wake_read, self._wake_write = os.pipe()
+        self._thread = threading.Thread(target=self._main, name="code-mode-heartbeat")
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _main(self) -> None:
+        poller = select.poll()
+        poller.register(self._ping, select.POLLIN)
+        poller.register(self._wake_read, select.POLLIN)
+        while True:
+            ready = {fd for fd, _ in poller.poll()}
+            if self._wake_read in ready:
+                return
             try:
-                self._stream.write(data)
-                self._stream.flush()
-            except (BrokenPipeError, ValueError):  # the host is gone
-                pass
+                data = os.read(self._ping, 64)
+                if not data:
+                    return
+                os.write(self._pong, data)
+            except OSError:
+                return
+
+    def stop(self) -> None:
+        """End the thread and join it."""
+        os.write(self._wake_write, b"x")
+        self._thread.join()
+        os.close(self._wake_read)
+        os.close(self._wake_write)
 
 
 #: Idle closing threads a worker keeps for the next close (see :class:`_Closers`).
@@ -140,18 +200,29 @@ class _Closers:
             thread.join()
 
 
-def serve(
-    stdin: BinaryIO, stdout: BinaryIO, *, confine: bool = True, warm_isolates_burst: int = 1
-) -> None:
+def serve(channels: Channels, *, confine: bool = True, warm_isolates_burst: int = 1) -> None:
+    """Serve the host on ``channels`` until it closes the command pipe."""
     # V8 first, on the main thread, before any other thread exists: every thread of
     # this process then descends from V8's initialising thread and inherits its
     # protection-key rights (see _pkeys.py).
     initialise_v8()
+    heartbeat = _Heartbeat(channels.ping, channels.pong)  # its pipe, before the rlimits
     # Then the confinement: V8 has loaded its library and ICU data, and no other thread
     # exists yet, so every later one (isolate threads included) inherits it.
     unconfined = _confine.confine() if confine else ["all confinement (turned off)"]
+    heartbeat.start()
+    try:
+        _serve_commands(channels, unconfined, warm_isolates_burst)
+    finally:
+        # Even when serving failed: a worker that cannot serve must stop answering
+        # the heartbeat, so that the host kills it instead of waiting on it.
+        heartbeat.stop()
+
+
+def _serve_commands(channels: Channels, unconfined: list[str], warm_isolates_burst: int) -> None:
+    """Announce ``Ready``, then carry out commands until the command pipe closes."""
     selftest = os.environ.get(SELFTEST_ENV) == "1"
-    writer = _Writer(stdout)
+    writer = _Writer(channels.frames)
     writer.write(Ready(unconfined).encode())
     isolates: dict[int, NativeIsolate] = {}
     lock = threading.Lock()
@@ -190,7 +261,7 @@ def serve(
 
     reader = FrameReader()
     while True:
-        data = os.read(stdin.fileno(), 1 << 16)
+        data = os.read(channels.commands, 1 << 16)
         if not data:
             break
         for command in reader.feed(data):
@@ -213,8 +284,6 @@ def serve(
                 creating.submit(create, command.id, command.limits)
             elif isinstance(command, Close):
                 closing.submit(command.id)
-            elif isinstance(command, Ping):
-                writer.write(Pong().encode())
             elif isinstance(command, Selftest) and selftest:
                 from ._selftest import try_forbidden
 
@@ -226,14 +295,3 @@ def serve(
         isolates.clear()
     for native in remaining:
         native.close()
-
-
-def main(*, confine: bool = True, warm_isolates_burst: int = 1) -> None:
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    # Nothing else may write to the protocol stream.
-    sys.stdout = sys.stderr
-    serve(stdin, stdout, confine=confine, warm_isolates_burst=warm_isolates_burst)
-
-
-if __name__ == "__main__":
-    main()

@@ -66,6 +66,13 @@ async def main():
                 seen.append(outputs)
                 cells.append(started.cell_id)
             for _ in range(KILLS):
+                # The 100 ms timer may be firing: kill when no isolate runs JavaScript
+                # (checked and killed in one step, so the host posts nothing between),
+                # or a cell would rightly count as running, and be replayed alone.
+                while any(
+                    sink.evaluating() for w in eng._pool.workers for sink in w._sinks.values()
+                ):
+                    await trio.sleep(0.005)
                 pids = sorted({{w.pid for w in eng._pool.workers if w.alive}})
                 for pid in pids:
                     os.kill(pid, signal.SIGKILL)

@@ -23,7 +23,7 @@ SESSIONS = 20
 
 CHILD = """
 import contextlib, json, os, signal, sys
-import trio, trio.testing
+import attrs, trio, trio.testing
 from code_mode import (
     Engine, EngineConfig, Pending, PendingFrontier, RuntimeConfig, SessionRuntime, YieldAfter,
 )
@@ -35,7 +35,9 @@ SESSIONS, CELLS = {sessions}, 2
 
 async def main(placement, workers, replay):
     config = EngineConfig(worker_processes=workers, session_placement=placement)
-    runtime_config = RuntimeConfig() if replay else RuntimeConfig(max_journal_chars=0)
+    # 64 MiB cells: ten of them (and their isolates) fit a worker's memory budget.
+    small = RuntimeConfig(memory_limit_bytes=64 * 1024 * 1024)
+    runtime_config = small if replay else attrs.evolve(small, max_journal_chars=0)
     async with Engine(config) as eng, contextlib.AsyncExitStack() as stack:
         delegates = [GateDelegate(gates=["hold"]) for _ in range(SESSIONS)]
         runtimes = [

@@ -52,43 +52,59 @@ ALLOWED = {"thread": "ok", "read_package": "ok"}
 
 
 class Worker:
-    """A worker started as the engine starts it, with the self-test hook on."""
+    """A worker started as the engine starts it (its own pipes for frames and the
+    heartbeat, passed as descriptors), with the self-test hook on."""
 
     def __init__(self) -> None:
+        pipes = [os.pipe() for _ in range(4)]  # commands, frames, ping, pong
+        theirs = [pipes[0][0], pipes[1][1], pipes[2][0], pipes[3][1]]
+        self.commands, self.frames, self.ping, self.pong = (
+            pipes[0][1],
+            pipes[1][0],
+            pipes[2][1],
+            pipes[3][0],
+        )
         self.process = subprocess.Popen(
-            [sys.executable, "-c", BOOTSTRAP, _PACKAGE_DIR, "confine"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
+            [sys.executable, "-c", BOOTSTRAP, _PACKAGE_DIR, "confine", "1", *map(str, theirs)],
+            stdin=subprocess.DEVNULL,
+            pass_fds=theirs,
             env=dict(os.environ, **{SELFTEST_ENV: "1"}),
         )
+        for fd in theirs:
+            os.close(fd)
         self._reader = FrameReader()
         self._frames: list[WorkerFrame] = []
 
     def next_frame(self) -> WorkerFrame:
-        assert self.process.stdout is not None
         while not self._frames:
-            readable, _, _ = select.select([self.process.stdout], [], [], SAFETY)
+            readable, _, _ = select.select([self.frames], [], [], SAFETY)
             assert readable, "the worker did not answer"
-            data = os.read(self.process.stdout.fileno(), 1 << 16)
+            data = os.read(self.frames, 1 << 16)
             assert data, "the worker exited"
             self._frames.extend(self._reader.feed(data))  # type: ignore[arg-type]
         return self._frames.pop(0)
 
     def ask(self, command: HostFrame) -> WorkerFrame:
-        assert self.process.stdin is not None
-        self.process.stdin.write(command.encode())
-        self.process.stdin.flush()
+        os.write(self.commands, command.encode())
         return self.next_frame()
 
+    def heartbeat(self) -> bytes:
+        """A ping, and the worker's echo of it."""
+        os.write(self.ping, b"p")
+        readable, _, _ = select.select([self.pong], [], [], SAFETY)
+        assert readable, "the heartbeat was not answered"
+        return os.read(self.pong, 16)
+
     def close(self) -> int:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
+        os.close(self.commands)
         try:
             return self.process.wait(timeout=SAFETY)
         finally:
             if self.process.poll() is None:
                 self.process.kill()
                 self.process.wait()
+            for fd in (self.frames, self.ping, self.pong):
+                os.close(fd)
 
 
 def test_a_worker_refuses_what_its_confinement_forbids(tmp_path: Path) -> None:
@@ -97,12 +113,14 @@ def test_a_worker_refuses_what_its_confinement_forbids(tmp_path: Path) -> None:
     worker = Worker()
     try:
         ready = worker.next_frame()
+        echo = worker.heartbeat()  # answered under the confinement
         selftest = worker.ask(Selftest(str(tmp_path)))
         created = worker.ask(Create(1, IsolateLimits(64 * 1024 * 1024, 1 << 20)))
         closed = worker.ask(Close(1))
     finally:
         assert worker.close() == 0
     assert isinstance(ready, Ready)
+    assert echo == b"p"
     assert isinstance(selftest, SelftestResults)
     unconfined = " ".join(ready.unconfined)
     assert "seccomp" not in unconfined, f"this machine lacks seccomp: {unconfined}"

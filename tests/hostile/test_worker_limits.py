@@ -30,7 +30,7 @@ from code_mode import (
     Yielded,
 )
 from code_mode._engine import isolate as isolate_module
-from code_mode._engine._worker_death import ALONE, COLLATERAL
+from code_mode._engine._worker_death import COLLATERAL
 
 from ..helpers import NO_REPLAY, SAFETY, GateDelegate, config, engine, request
 
@@ -84,7 +84,11 @@ async def test_the_worker_memory_limit_stays_the_last_line() -> None:
     delegate = GateDelegate()
     async with (
         engine(
-            "process", worker_processes=1, warm_isolates=0, worker_memory_limit_bytes=limit
+            "process",
+            worker_processes=1,
+            warm_isolates=0,
+            worker_memory_limit_bytes=limit,
+            worker_memory_overcommit=9.0,  # admits a 1 GiB cell on a 256 MiB worker
         ) as eng,
         SessionRuntime(delegate, large, engine=eng) as runtime,
     ):
@@ -94,9 +98,14 @@ async def test_the_worker_memory_limit_stays_the_last_line() -> None:
             event = await started.initial_event()
         assert isinstance(event, Completed), event
         assert event.error_text is not None
-        assert event.error_text.startswith(f"{WORKER_DIED} (killed: its resident memory of ")
+        # Replayed alone on a worker of its own, it took that one past the limit too:
+        # it fails alone, with the limit's name.
+        assert event.error_text.startswith(
+            "exec cell exceeded the memory a worker process may use: its worker, which ran "
+            "it alone, reached a resident memory of "
+        )
         assert event.error_text.endswith(
-            f"exceeded the limit of {limit} bytes (EngineConfig.worker_memory_limit_bytes))" + ALONE
+            f"above the limit of {limit} bytes (EngineConfig.worker_memory_limit_bytes)"
         )
         again = await runtime.execute(request('text("ok")'), YieldAfter(SAFETY))
         assert await again.initial_event() == Completed([Text("ok")])

@@ -182,7 +182,7 @@ def test_a_worker_process_imports_only_the_worker_half() -> None:
     from code_mode._v8 import BOOTSTRAP
 
     probe = BOOTSTRAP.replace(
-        "from code_mode._v8._worker_process_main import main",
+        "from code_mode._v8._worker_process_main import Channels, serve",
         "import code_mode._v8._worker_process_main\n"
         "names = sorted(n for n in sys.modules if n.startswith('code_mode') or n in "
         "('trio', 'attrs', 'outcome'))\n"
