@@ -118,24 +118,25 @@ class EngineConfig:
     Only ``"process"`` mode: in ``"thread"`` mode isolates share the host's memory
     (see ``docs/security.md``)."""
 
-    worker_memory_overcommit: float = attrs.field(default=1.0, validator=positive_finite)
+    worker_memory_overcommit: float = attrs.field(default=16.0, validator=positive_finite)
     """How far the memory limits of the cells running on one worker process may add up
-    past what the worker may use (default 1.0: not at all). A cell is admitted on a
-    worker only while the ``RuntimeConfig.memory_limit_bytes`` of the cells running
-    there, each plus 32 MiB for its isolate (what V8 uses beyond what the limit
-    counts), its own included, add up to at most :attr:`worker_memory_budget_bytes`:
-    ``(worker_memory_limit_bytes - 128 MiB) * worker_memory_overcommit`` (the 128 MiB
-    are the worker's own memory: Python, V8, ICU, warm isolates). So at the defaults
-    (2 GiB, 1.0) six cells of the default 256 MiB run at once on a worker, and six
-    programs each filling its limit stay under the worker's limit instead of taking it
-    past and every cell on it down. A cell that does not fit goes to another worker
-    (one is started while fewer than ``worker_processes`` run), or waits for cells to
-    end, at most ``worker_wait_timeout`` seconds; then it fails with ``exec runtime is
-    at capacity: ...`` naming these settings. A cell whose own limit is above the
-    budget fails at once. Above 1.0 more cells are admitted than could all fill their
-    limits (most never do), at the risk that the worker's resident memory passes its
-    limit: then the worker is killed and its cells are replayed elsewhere (see
-    ``docs/runtime.md``). No effect without a ``worker_memory_limit_bytes``, or in
+    past what the worker may use (default 16). A cell is admitted on a worker only while
+    the ``RuntimeConfig.memory_limit_bytes`` of the cells running there, each plus 32 MiB
+    for its isolate (what V8 uses beyond what the limit counts), its own included, add
+    up to at most :attr:`worker_memory_budget_bytes`: ``(worker_memory_limit_bytes -
+    128 MiB) * worker_memory_overcommit`` (the 128 MiB are the worker's own memory:
+    Python, V8, ICU, warm isolates). At the defaults (2 GiB, 16) that is 106 cells of the
+    default 256 MiB on a worker: most cells use a small part of their limit, and since a
+    worker's death costs the cells that were waiting nothing (they are replayed
+    elsewhere, see ``docs/runtime.md``) and the cells that were running are replayed
+    alone, a worker pushed past its resident limit by cells that all fill their limits
+    ends only what must end. ``1.0`` admits no more than could all fill their limits (six
+    default cells per 2 GiB worker): programs then never take the worker past its limit
+    together, at the price of cells waiting. A cell that does not fit goes to another
+    worker (one is started while fewer than ``worker_processes`` run), or waits for
+    cells to end, at most ``worker_wait_timeout`` seconds; then it fails with ``exec
+    runtime is at capacity: ...`` naming these settings. A cell whose own limit is above
+    the budget fails at once. No effect without a ``worker_memory_limit_bytes``, or in
     ``"thread"`` mode."""
 
     quarantine_after_deaths: int | None = attrs.field(default=2, validator=optional(positive_int))

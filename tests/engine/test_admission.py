@@ -51,10 +51,14 @@ def _placer(size: int = 1, budget: int | None = 300, **settings: object) -> Plac
 
 
 def test_the_budget_leaves_the_workers_own_memory_out() -> None:
-    config = EngineConfig()
+    config = EngineConfig(worker_memory_overcommit=1.0)
     assert config.worker_memory_budget_bytes == 2048 * MiB - WORKER_RESERVE_BYTES
     # Six cells of the default 256 MiB (each with its isolate's reserve) per worker.
     assert config.worker_memory_budget_bytes // (256 * MiB + ISOLATE_RESERVE_BYTES) == 6
+    # The default overcommits 16 times: 106 of them.
+    default = EngineConfig().worker_memory_budget_bytes
+    assert default == 16 * (2048 * MiB - WORKER_RESERVE_BYTES)
+    assert default // (256 * MiB + ISOLATE_RESERVE_BYTES) == 106
     assert EngineConfig(worker_memory_limit_bytes=None).worker_memory_budget_bytes is None
     doubled = EngineConfig(worker_memory_overcommit=2.0).worker_memory_budget_bytes
     assert doubled == 2 * (2048 * MiB - WORKER_RESERVE_BYTES)

@@ -40,7 +40,9 @@ HOLD = (
 
 
 async def main():
-    config = EngineConfig(worker_processes=1, worker_memory_limit_bytes=640 * MiB)
+    config = EngineConfig(
+        worker_processes=1, worker_memory_limit_bytes=640 * MiB, worker_memory_overcommit=1.0
+    )
     assert config.worker_memory_budget_bytes == 512 * MiB  # 5 cells of 64 + 32 MiB
     async with Engine(config) as eng:
         tools = GateDelegate(gates=["hold"])
@@ -106,7 +108,9 @@ CULPRIT = (
 
 
 async def main():
-    config = EngineConfig(worker_processes=2, worker_memory_limit_bytes=384 * MiB)
+    config = EngineConfig(
+        worker_processes=2, worker_memory_limit_bytes=384 * MiB, worker_memory_overcommit=1.0
+    )
     async with Engine(config) as eng:
         a_tools = GateDelegate(gates=["hold"])
         small = RuntimeConfig(memory_limit_bytes=64 * MiB)
