@@ -149,7 +149,7 @@ class SessionRuntime:
         # each value encoded once, when it is written, never again at a later commit.
         self._stored_members: dict[str, str] = {}
         self._stored_units: dict[str, int] = {}  # key -> UTF-16 units of key and text
-        self._stored_json = "{}"  # JSON of `_stored`, as the start command carries it
+        self._stored_json = "{}"  # the members joined, as the start command carries it
         self._ids = itertools.count(1)
         self._phase = _Phase.NEW
         self._exit_stack: AsyncExitStack | None = None
@@ -258,7 +258,8 @@ class SessionRuntime:
         """The session's stored values, key -> the JSON text of the value (a copy):
         what a host that keeps them outside the process (the MCP server's store) saves
         after a cell completes."""
-        return dict(self._stored)
+        values: dict[str, str] = json.loads(self._stored_json)
+        return values
 
     def replace_stored_values(self, values: dict[str, str]) -> None:
         """Make ``values`` (key -> JSON text, as :attr:`stored_values` gives them) the
@@ -266,11 +267,14 @@ class SessionRuntime:
         keeps them outside the process and may have had them changed elsewhere (another
         MCP server of the same session); not checked against the limits, which held
         when they were stored."""
-        self._stored = dict(values)
+        self._stored_members = {
+            key: json.dumps(key, ensure_ascii=False) + ":" + json.dumps(text, ensure_ascii=False)
+            for key, text in values.items()
+        }
         self._stored_units = {
             key: _utf16_length(key) + _utf16_length(text) for key, text in values.items()
         }
-        self._stored_json = json.dumps(self._stored, ensure_ascii=False)
+        self._stored_json = "{" + ",".join(self._stored_members.values()) + "}"
 
     # -- operations ----------------------------------------------------------------
 
