@@ -93,67 +93,57 @@ async def test_each_cell_gets_a_fresh_global_object(isolation: str) -> None:
 # Stack frames: `exec_main.mjs` with the user's own line and column numbers
 
 
-@pytest.mark.parametrize(
-    ("source", "error_text"),
-    [
-        pytest.param(
-            'throw new Error("boom");',
-            "Error: boom\n    at exec_main.mjs:1:7",
-            id="line-1",
-        ),
-        pytest.param(
-            'const a = 1;\n\n  throw new Error("boom");',
-            "Error: boom\n    at exec_main.mjs:3:9",
-            id="later-line",
-        ),
-        pytest.param(
-            'function f() {\n  throw new Error("boom");\n}\nf();',
-            "Error: boom\n    at f (exec_main.mjs:2:9)\n    at exec_main.mjs:4:1",
-            id="named-function",
-        ),
-        pytest.param(
-            'function f() { throw new Error("boom"); } f();',
-            "Error: boom\n    at f (exec_main.mjs:1:22)\n    at exec_main.mjs:1:43",
-            id="function-on-line-1",
-        ),
-        pytest.param(
-            "class A {\n"
-            "  constructor() { this.m(); }\n"
-            '  m() { throw new Error("boom"); }\n'
-            "}\n"
-            "new A();",
-            "Error: boom\n"
-            "    at A.m (exec_main.mjs:3:15)\n"
-            "    at new A (exec_main.mjs:2:24)\n"
-            "    at exec_main.mjs:5:1",
-            id="class-method-and-constructor",
-        ),
-        pytest.param(
-            'await null; throw new Error("boom");',
-            "Error: boom\n    at exec_main.mjs:1:19",
-            id="after-await-line-1",
-        ),
-        pytest.param(
-            'await null;\nthrow new Error("boom");',
-            "Error: boom\n    at exec_main.mjs:2:7",
-            id="after-await-later-line",
-        ),
-        pytest.param(
-            'async function g() {\n  await null;\n  throw new Error("boom");\n}\nawait g();',
-            "Error: boom\n    at g (exec_main.mjs:3:9)\n    at async exec_main.mjs:5:1",
-            id="inside-awaited-async-function",
-        ),
-        pytest.param(
-            'throw new TypeError("bad type");',
-            "TypeError: bad type\n    at exec_main.mjs:1:7",
-            id="error-subclass",
-        ),
-    ],
-)
-async def test_error_stack_frames_name_the_module_with_user_positions(
-    source: str, error_text: str, isolation: str
-) -> None:
-    assert await run(isolation, source) == texts(error_text=error_text)
+# Each: a program, and the error_text of its uncaught error (tested with the others below).
+STACK_FRAMES = [
+    pytest.param(
+        'throw new Error("boom");',
+        "Error: boom\n    at exec_main.mjs:1:7",
+        id="line-1",
+    ),
+    pytest.param(
+        'const a = 1;\n\n  throw new Error("boom");',
+        "Error: boom\n    at exec_main.mjs:3:9",
+        id="later-line",
+    ),
+    pytest.param(
+        'function f() {\n  throw new Error("boom");\n}\nf();',
+        "Error: boom\n    at f (exec_main.mjs:2:9)\n    at exec_main.mjs:4:1",
+        id="named-function",
+    ),
+    pytest.param(
+        'function f() { throw new Error("boom"); } f();',
+        "Error: boom\n    at f (exec_main.mjs:1:22)\n    at exec_main.mjs:1:43",
+        id="function-on-line-1",
+    ),
+    pytest.param(
+        'class A {\n  constructor() { this.m(); }\n  m() { throw new Error("boom"); }\n}\nnew A();',
+        "Error: boom\n"
+        "    at A.m (exec_main.mjs:3:15)\n"
+        "    at new A (exec_main.mjs:2:24)\n"
+        "    at exec_main.mjs:5:1",
+        id="class-method-and-constructor",
+    ),
+    pytest.param(
+        'await null; throw new Error("boom");',
+        "Error: boom\n    at exec_main.mjs:1:19",
+        id="after-await-line-1",
+    ),
+    pytest.param(
+        'await null;\nthrow new Error("boom");',
+        "Error: boom\n    at exec_main.mjs:2:7",
+        id="after-await-later-line",
+    ),
+    pytest.param(
+        'async function g() {\n  await null;\n  throw new Error("boom");\n}\nawait g();',
+        "Error: boom\n    at g (exec_main.mjs:3:9)\n    at async exec_main.mjs:5:1",
+        id="inside-awaited-async-function",
+    ),
+    pytest.param(
+        'throw new TypeError("bad type");',
+        "TypeError: bad type\n    at exec_main.mjs:1:7",
+        id="error-subclass",
+    ),
+]
 
 
 # ---------------------------------------------------------------------------------
@@ -182,15 +172,6 @@ async def test_static_import_fails_the_cell_before_any_code_runs(
     assert await run(isolation, source) == texts(
         error_text=f"Unsupported import in exec: {specifier}"
     )
-
-
-async def test_dynamic_import_rejects(isolation: str) -> None:
-    source = (
-        'const p = import("./other.js");\n'
-        "text(p instanceof Promise);\n"
-        'await p.then(() => text("loaded"), () => text("rejected"));'
-    )
-    assert await run(isolation, source) == texts("true", "rejected")
 
 
 # ---------------------------------------------------------------------------------
@@ -280,36 +261,30 @@ async def test_the_checked_constructors_behave_as_the_language_defines_them(
 # Errors -> error_text
 
 
-@pytest.mark.parametrize(
-    ("source", "error_text"),
-    [
-        pytest.param('throw "boom";', "boom", id="string"),
-        pytest.param("throw 42;", "42", id="number"),
-        pytest.param("throw {a: 1};", "[object Object]", id="plain-object"),
-        pytest.param("throw undefined;", "undefined", id="undefined"),
-        pytest.param("await Promise.reject(null);", "null", id="rejected-null"),
-        pytest.param(
-            'await Promise.reject(new Error("nope"));',
-            "Error: nope\n    at exec_main.mjs:1:22",
-            id="rejected-error",
-        ),
-        pytest.param('throw {stack: "custom stack"};', "custom stack", id="string-stack"),
-        pytest.param(
-            'throw {stack: 5, toString() { return "from toString"; }};',
-            "from toString",
-            id="non-string-stack",
-        ),
-        pytest.param(
-            'const e = new Error("m");\ndelete e.stack;\nthrow e;',
-            "Error: m",
-            id="deleted-stack",
-        ),
-    ],
-)
-async def test_uncaught_values_give_their_stack_or_string(
-    source: str, error_text: str, isolation: str
-) -> None:
-    assert await run(isolation, source) == texts(error_text=error_text)
+# Uncaught values give their stack, or their string.
+UNCAUGHT_VALUES = [
+    pytest.param('throw "boom";', "boom", id="string"),
+    pytest.param("throw 42;", "42", id="number"),
+    pytest.param("throw {a: 1};", "[object Object]", id="plain-object"),
+    pytest.param("throw undefined;", "undefined", id="undefined"),
+    pytest.param("await Promise.reject(null);", "null", id="rejected-null"),
+    pytest.param(
+        'await Promise.reject(new Error("nope"));',
+        "Error: nope\n    at exec_main.mjs:1:22",
+        id="rejected-error",
+    ),
+    pytest.param('throw {stack: "custom stack"};', "custom stack", id="string-stack"),
+    pytest.param(
+        'throw {stack: 5, toString() { return "from toString"; }};',
+        "from toString",
+        id="non-string-stack",
+    ),
+    pytest.param(
+        'const e = new Error("m");\ndelete e.stack;\nthrow e;',
+        "Error: m",
+        id="deleted-stack",
+    ),
+]
 
 
 @pytest.mark.parametrize(
@@ -367,26 +342,29 @@ async def test_output_before_an_error_is_kept(isolation: str) -> None:
     )
 
 
+# Uncaught errors of the helpers give the bare message.
+HELPER_ERRORS = [
+    ("setTimeout(1);", "setTimeout expects a function callback"),
+    (
+        'store("k", undefined);',
+        'Unable to store "k". Only plain serializable objects can be stored.',
+    ),
+    ('notify("   ");', "notify expects non-empty text"),
+    (
+        'image("ftp://example.com/a.png");',
+        "Tool call failed: invalid image output. Pass a base64 data URI instead",
+    ),
+    # openai/codex module_loader.rs dynamic_import_callback (commit 4f39251a010a);
+    # the ftp:// text above is value.rs's since c09df9e35319.
+    ('await import("fs");', "unsupported import in exec"),
+    ("await tools.missing({});", "tool `missing` is not enabled in exec"),
+]
+
+
 @pytest.mark.parametrize(
-    ("source", "error_text"),
-    [
-        ("setTimeout(1);", "setTimeout expects a function callback"),
-        (
-            'store("k", undefined);',
-            'Unable to store "k". Only plain serializable objects can be stored.',
-        ),
-        ('notify("   ");', "notify expects non-empty text"),
-        (
-            'image("ftp://example.com/a.png");',
-            "Tool call failed: invalid image output. Pass a base64 data URI instead",
-        ),
-        # openai/codex module_loader.rs dynamic_import_callback (commit 4f39251a010a);
-        # the ftp:// text above is value.rs's since c09df9e35319.
-        ('await import("fs");', "unsupported import in exec"),
-        ("await tools.missing({});", "tool `missing` is not enabled in exec"),
-    ],
+    ("source", "error_text"), [*STACK_FRAMES, *UNCAUGHT_VALUES, *HELPER_ERRORS]
 )
-async def test_uncaught_helper_errors_give_the_bare_message(
+async def test_an_uncaught_error_ends_the_cell_with_its_error_text(
     source: str, error_text: str, isolation: str
 ) -> None:
     assert await run(isolation, source) == texts(error_text=error_text)

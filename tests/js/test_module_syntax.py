@@ -149,13 +149,29 @@ async def test_dynamic_import_rejects_with_the_reference_string(
     assert await run(isolation, source) == texts(error_text="unsupported import in exec")
 
 
-async def test_dynamic_import_converts_its_specifier_first(isolation: str) -> None:
-    source = (
-        "const p = import(Symbol('s'));\n"
-        "text(p instanceof Promise);\n"
-        "try { await p; } catch (e) { text(e instanceof TypeError); }"
-    )
-    assert await run(isolation, source) == texts("true", "true")
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        pytest.param(
+            'const p = import("./other.js");\n'
+            "text(p instanceof Promise);\n"
+            'await p.then(() => text("loaded"), () => text("rejected"));',
+            ["true", "rejected"],
+            id="rejects",
+        ),
+        pytest.param(
+            "const p = import(Symbol('s'));\n"
+            "text(p instanceof Promise);\n"
+            "try { await p; } catch (e) { text(e instanceof TypeError); }",
+            ["true", "true"],
+            id="converts-its-specifier-first",
+        ),
+    ],
+)
+async def test_dynamic_import_gives_a_promise(
+    source: str, expected: list[str], isolation: str
+) -> None:
+    assert await run(isolation, source) == texts(*expected)
 
 
 async def test_import_meta_is_an_empty_object_without_prototype(isolation: str) -> None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import attrs
 import pytest
@@ -85,6 +87,17 @@ def pushing(delegate: GateDelegate, pushes: Pushes) -> SessionRuntime:
     return SessionRuntime(delegate, config("process"), on_finished=pushes)
 
 
+@asynccontextmanager
+async def handed_back_cell(
+    pushes: Pushes,
+) -> AsyncIterator[tuple[SessionRuntime, GateDelegate, CellId]]:
+    """A process-mode runtime that pushes to ``pushes``, with a cell handed back (as
+    ``handed_back``) that waits for the delegate's ``gate``."""
+    delegate = GateDelegate(gates=["gate"])
+    async with pushing(delegate, pushes) as runtime:
+        yield runtime, delegate, await handed_back(runtime, delegate)
+
+
 async def push_started(delegate: GateDelegate, pushes: Pushes) -> None:
     """Open the gate and wait until the (held) push has started."""
     delegate.release("gate")
@@ -114,10 +127,8 @@ async def test_a_handed_back_cell_that_completes_is_pushed_once_then_gone(
 
 
 async def test_the_observation_attached_when_the_program_ends_gets_it_not_the_push() -> None:
-    delegate = GateDelegate(gates=["gate"])
     pushes = Pushes()
-    async with pushing(delegate, pushes) as runtime:
-        cell_id = await handed_back(runtime, delegate)
+    async with handed_back_cell(pushes) as (runtime, delegate, cell_id):
         pending = await runtime.begin_observe(cell_id, YieldAfter(SAFETY * 100))
         delegate.release("gate")
         with trio.fail_after(SAFETY):
@@ -127,10 +138,8 @@ async def test_the_observation_attached_when_the_program_ends_gets_it_not_the_pu
 
 
 async def test_a_wait_that_starts_while_the_push_is_delivered_finds_no_cell() -> None:
-    delegate = GateDelegate(gates=["gate"])
     pushes = Pushes(hold=True)
-    async with pushing(delegate, pushes) as runtime:
-        cell_id = await handed_back(runtime, delegate)
+    async with handed_back_cell(pushes) as (runtime, delegate, cell_id):
         await push_started(delegate, pushes)
         # The push is being delivered: the result is on its way by that one path.
         with pytest.raises(MissingCell):
@@ -147,10 +156,8 @@ async def test_a_wait_that_starts_while_the_push_is_delivered_finds_no_cell() ->
 
 
 async def test_a_cancelled_wait_leaves_the_end_to_the_push() -> None:
-    delegate = GateDelegate(gates=["gate"])
     pushes = Pushes()
-    async with pushing(delegate, pushes) as runtime:
-        cell_id = await handed_back(runtime, delegate)
+    async with handed_back_cell(pushes) as (runtime, delegate, cell_id):
         with trio.move_on_after(0) as scope:
             await runtime.observe(cell_id, YieldAfter(SAFETY * 100))
         assert scope.cancelled_caught
@@ -206,10 +213,8 @@ async def test_a_completion_behind_an_initial_yield_is_pushed_once_the_yield_is_
 
 
 async def test_terminate_gets_the_end_and_nothing_is_pushed() -> None:
-    delegate = GateDelegate(gates=["gate"])
     pushes = Pushes()
-    async with pushing(delegate, pushes) as runtime:
-        cell_id = await handed_back(runtime, delegate)
+    async with handed_back_cell(pushes) as (runtime, delegate, cell_id):
         assert await runtime.terminate(cell_id) == Terminated([])
         with trio.fail_after(SAFETY):
             await delegate.closed_event.wait()
@@ -251,20 +256,16 @@ async def test_the_running_time_limit_is_pushed(mock_clock: trio.testing.MockClo
 
 
 async def test_shutdown_ends_a_handed_back_cell_without_a_push() -> None:
-    delegate = GateDelegate(gates=["gate"])
     pushes = Pushes()
-    async with pushing(delegate, pushes) as runtime:
-        cell_id = await handed_back(runtime, delegate)
+    async with handed_back_cell(pushes) as (runtime, delegate, cell_id):
         await runtime.shutdown()
         assert delegate.closed == [cell_id]
     assert pushes.received == []
 
 
 async def test_shutdown_waits_for_a_push_in_flight_which_arrives_once() -> None:
-    delegate = GateDelegate(gates=["gate"])
     pushes = Pushes(hold=True)
-    async with pushing(delegate, pushes) as runtime:
-        cell_id = await handed_back(runtime, delegate)
+    async with handed_back_cell(pushes) as (runtime, delegate, cell_id):
         await push_started(delegate, pushes)
         shut = trio.Event()
 
@@ -282,11 +283,9 @@ async def test_shutdown_waits_for_a_push_in_flight_which_arrives_once() -> None:
 
 
 async def test_leaving_the_block_by_an_exception_cancels_a_push_in_flight() -> None:
-    delegate = GateDelegate(gates=["gate"])
     pushes = Pushes(hold=True)
     with pytest.RaisesGroup(KeyError):
-        async with pushing(delegate, pushes) as runtime:
-            cell_id = await handed_back(runtime, delegate)
+        async with handed_back_cell(pushes) as (_runtime, delegate, cell_id):
             await push_started(delegate, pushes)
             raise KeyError("the host fails")
     assert pushes.received == []
@@ -296,10 +295,8 @@ async def test_leaving_the_block_by_an_exception_cancels_a_push_in_flight() -> N
 async def test_a_push_that_raises_is_logged_and_the_session_carries_on(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    delegate = GateDelegate(gates=["gate"])
     pushes = Pushes(fail=True)
-    async with pushing(delegate, pushes) as runtime:
-        cell_id = await handed_back(runtime, delegate)
+    async with handed_back_cell(pushes) as (runtime, delegate, cell_id):
         with caplog.at_level(logging.WARNING, logger="code_mode"):
             delegate.release("gate")
             with trio.fail_after(SAFETY):
