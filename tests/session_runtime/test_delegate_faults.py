@@ -216,6 +216,19 @@ async def test_a_tool_ignoring_cancellation_is_abandoned_after_the_grace_period(
     assert delegate.closed == [started.cell_id, "2"]
 
 
+@pytest.fixture
+def logged(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
+    """``caplog``, set to capture ``code_mode``'s warnings."""
+    caplog.set_level(logging.WARNING, logger="code_mode")
+    return caplog
+
+
+def code_mode_warnings(logged: pytest.LogCaptureFixture) -> list[str]:
+    """What ``code_mode`` logged, in order, each record checked to be a warning."""
+    assert all(record.levelno == logging.WARNING for record in logged.records)
+    return [record.getMessage() for record in logged.records if record.name == "code_mode"]
+
+
 # -- failing notify ---------------------------------------------------------------------------
 
 
@@ -226,24 +239,19 @@ class FailingNotify(GateDelegate):
 
 
 async def test_a_failing_notify_is_logged_and_the_script_carries_on(
-    isolation: str, caplog: pytest.LogCaptureFixture
+    isolation: str, logged: pytest.LogCaptureFixture
 ) -> None:
     delegate = FailingNotify()
-    caplog.set_level(logging.WARNING, logger="code_mode")
     async with SessionRuntime(delegate, config(isolation)) as runtime:
         source = 'notify("one"); text("between"); notify("two"); text("after");'
         assert await run_cell(runtime, source) == Completed([Text("between"), Text("after")])
         assert await run_cell(runtime, 'text("ok")') == Completed([Text("ok")])
     # Notifications run as concurrent tasks: the delegate may see them in any order.
     assert sorted(text for _, _, text in delegate.notifications) == ["one", "two"]
-    warnings = sorted(
-        record.getMessage() for record in caplog.records if record.name == "code_mode"
-    )
-    assert warnings == [
+    assert sorted(code_mode_warnings(logged)) == [
         "failed to deliver code mode notification: transport closed while sending 'one'",
         "failed to deliver code mode notification: transport closed while sending 'two'",
     ]
-    assert all(record.levelno == logging.WARNING for record in caplog.records)
 
 
 # -- failing cell_closed ------------------------------------------------------------------------
@@ -257,10 +265,9 @@ class FailingClose(GateDelegate):
 
 
 async def test_a_failing_cell_closed_is_logged_and_the_cell_is_still_removed(
-    isolation: str, caplog: pytest.LogCaptureFixture
+    isolation: str, logged: pytest.LogCaptureFixture
 ) -> None:
     delegate = FailingClose()
-    caplog.set_level(logging.WARNING, logger="code_mode")
     async with SessionRuntime(delegate, config(isolation)) as runtime:
         first = await runtime.execute(request('text("one")'), YieldAfter(60))
         assert await first.initial_event() == Completed([Text("one")])
@@ -275,9 +282,7 @@ async def test_a_failing_cell_closed_is_logged_and_the_cell_is_still_removed(
         with trio.fail_after(SAFETY):
             await runtime.shutdown()
     assert delegate.closed == ["1", "2"]
-    warnings = [record.getMessage() for record in caplog.records if record.name == "code_mode"]
-    assert warnings == [
+    assert code_mode_warnings(logged) == [
         "failed to close code mode delegate state for cell 1: could not release cell 1",
         "failed to close code mode delegate state for cell 2: could not release cell 2",
     ]
-    assert all(record.levelno == logging.WARNING for record in caplog.records)

@@ -50,6 +50,16 @@ async def run_cell(
         return await started.initial_event()
 
 
+def limited(
+    isolation: str, delegate: GateDelegate | None = None, **limits: object
+) -> SessionRuntime:
+    """A runtime in ``isolation`` mode with ``limits`` set, on ``delegate`` (a plain
+    ``GateDelegate`` unless given)."""
+    return SessionRuntime(
+        GateDelegate() if delegate is None else delegate, config(isolation, **limits)
+    )
+
+
 async def assert_carries_on(runtime: SessionRuntime) -> None:
     assert await run_cell(runtime, 'text("ok")') == Completed([Text("ok")])
 
@@ -70,8 +80,7 @@ def js_nested(depth: int) -> str:
 
 
 async def test_memory_limit(isolation: str) -> None:
-    limits = config(isolation, memory_limit_bytes=32 * MiB)
-    async with SessionRuntime(GateDelegate(), limits) as runtime:
+    async with limited(isolation, memory_limit_bytes=32 * MiB) as runtime:
         event = await run_cell(runtime, "const a = []; for (;;) a.push({ n: a.length });")
         assert event == Completed(
             [],
@@ -88,8 +97,7 @@ async def test_memory_limit(isolation: str) -> None:
 
 
 async def test_output_before_a_memory_limit_breach_is_kept(isolation: str) -> None:
-    limits = config(isolation, memory_limit_bytes=32 * MiB)
-    async with SessionRuntime(GateDelegate(), limits) as runtime:
+    async with limited(isolation, memory_limit_bytes=32 * MiB) as runtime:
         event = await run_cell(
             runtime, 'text("start"); const a = []; for (;;) a.push({ n: a.length });'
         )
@@ -101,7 +109,7 @@ async def test_output_before_a_memory_limit_breach_is_kept(isolation: str) -> No
 
 
 async def test_the_default_memory_limit_stops_a_bomb(isolation: str) -> None:
-    async with SessionRuntime(GateDelegate(), config(isolation)) as runtime:
+    async with limited(isolation) as runtime:
         # Filling the default 256 MiB takes seconds, more on a loaded machine: the
         # guard (a hang guard, not what is tested) is three times the usual one.
         event = await run_cell(
@@ -128,8 +136,7 @@ def js(source: str) -> str:
 
 
 async def test_array_buffer_memory_limit(isolation: str) -> None:
-    limits = config(isolation, memory_limit_bytes=32 * MiB)
-    async with SessionRuntime(GateDelegate(), limits) as runtime:
+    async with limited(isolation, memory_limit_bytes=32 * MiB) as runtime:
         # Backing stores live outside the V8 heap: counted on their own, same limit.
         event = await run_cell(
             runtime,
@@ -153,8 +160,7 @@ async def test_array_buffer_memory_limit(isolation: str) -> None:
 
 
 async def test_array_buffer_limit_is_the_configured_memory_limit(isolation: str) -> None:
-    limits = config(isolation, memory_limit_bytes=64 * MiB)
-    async with SessionRuntime(GateDelegate(), limits) as runtime:
+    async with limited(isolation, memory_limit_bytes=64 * MiB) as runtime:
         fits = js("const a = []; for (let i = 0; i < 56; i++) a.push(new ArrayBuffer(MiB));")
         assert await run_cell(runtime, fits + " text(a.length);") == Completed([Text("56")])
         event = await run_cell(runtime, js("new Float64Array(9 * MiB);"))
@@ -168,8 +174,7 @@ async def test_array_buffer_limit_is_the_configured_memory_limit(isolation: str)
 async def test_an_array_buffer_breach_cannot_be_caught_and_keeps_no_writes(
     isolation: str,
 ) -> None:
-    limits = config(isolation, memory_limit_bytes=32 * MiB)
-    async with SessionRuntime(GateDelegate(), limits) as runtime:
+    async with limited(isolation, memory_limit_bytes=32 * MiB) as runtime:
         event = await run_cell(
             runtime,
             js(
@@ -220,8 +225,7 @@ async def test_typed_arrays_work_as_usual_under_the_limit(isolation: str) -> Non
         try { new Uint8Array(-1); } catch (e) { text(String(e)); }
         try { Uint8Array(1); } catch (e) { text(e.constructor === TypeError); }
     """
-    limits = config(isolation, memory_limit_bytes=32 * MiB)
-    async with SessionRuntime(GateDelegate(), limits) as runtime:
+    async with limited(isolation, memory_limit_bytes=32 * MiB) as runtime:
         event = await run_cell(runtime, source)
     assert event == Completed(
         [
@@ -244,8 +248,7 @@ async def test_typed_arrays_work_as_usual_under_the_limit(isolation: str) -> Non
 async def test_dropped_buffers_are_credited_once_the_program_waits(isolation: str) -> None:
     # 800 MiB of buffers through a 32 MiB limit, 16 MiB at a time: what a program
     # dropped before it last waited (for a timer or a tool call) no longer counts.
-    limits = config(isolation, memory_limit_bytes=32 * MiB)
-    async with SessionRuntime(GateDelegate(), limits) as runtime:
+    async with limited(isolation, memory_limit_bytes=32 * MiB) as runtime:
         for wait in ("new Promise((resolve) => setTimeout(resolve, 0))", "tools.echo({})"):
             source = js(
                 "for (let round = 0; round < 50; round++) {"
@@ -269,8 +272,7 @@ async def test_dropped_buffers_are_credited_once_the_program_waits(isolation: st
 async def test_buffers_dropped_without_waiting_still_count(isolation: str) -> None:
     # The known limit of the accounting: V8 keeps a WeakRef's target alive until the
     # current job ends, so garbage made since the program last waited counts as live.
-    limits = config(isolation, memory_limit_bytes=32 * MiB)
-    async with SessionRuntime(GateDelegate(), limits) as runtime:
+    async with limited(isolation, memory_limit_bytes=32 * MiB) as runtime:
         event = await run_cell(
             runtime, js("for (let i = 0; i < 64; i++) new Uint8Array(MiB); text('never');")
         )
@@ -281,8 +283,7 @@ async def test_buffers_dropped_without_waiting_still_count(isolation: str) -> No
 async def test_a_resizable_buffer_counts_its_maximum(isolation: str) -> None:
     # V8 reserves maxByteLength when the buffer is made (in a sandbox that all isolates
     # of the process share): that is what counts, whatever the current length.
-    limits = config(isolation, memory_limit_bytes=32 * MiB)
-    async with SessionRuntime(GateDelegate(), limits) as runtime:
+    async with limited(isolation, memory_limit_bytes=32 * MiB) as runtime:
         event = await run_cell(runtime, js("new ArrayBuffer(0, { maxByteLength: 33 * MiB });"))
         assert event == Completed([], error_text=BUFFER_LIMIT_32_MIB)
         source = js(
@@ -323,7 +324,7 @@ async def test_the_original_constructors_never_reach_the_program(isolation: str)
         const ctors = new Set(all.map((x) => x.constructor));
         text([...ctors].every((c) => c === Uint8Array || c === ArrayBuffer));
     """
-    async with SessionRuntime(GateDelegate(), config(isolation)) as runtime:
+    async with limited(isolation) as runtime:
         assert await run_cell(runtime, source) == Completed(
             [
                 Text("none read"),
@@ -337,7 +338,7 @@ async def test_the_original_constructors_never_reach_the_program(isolation: str)
 
 
 async def test_output_limit(isolation: str) -> None:
-    async with SessionRuntime(GateDelegate(), config(isolation, max_output_bytes=1000)) as runtime:
+    async with limited(isolation, max_output_bytes=1000) as runtime:
         event = await run_cell(runtime, 'text("a".repeat(600)); text("b".repeat(600)); text("c");')
         assert event == Completed(
             [Text("a" * 600), Text("b" * 600)],
@@ -348,7 +349,7 @@ async def test_output_limit(isolation: str) -> None:
 
 
 async def test_output_limit_counts_utf8_bytes_and_image_urls(isolation: str) -> None:
-    async with SessionRuntime(GateDelegate(), config(isolation, max_output_bytes=1000)) as runtime:
+    async with limited(isolation, max_output_bytes=1000) as runtime:
         # 500 two-byte characters are 1000 bytes: exactly at the limit.
         assert await run_cell(runtime, 'text("é".repeat(500));') == Completed([Text("é" * 500)])
         event = await run_cell(runtime, 'text("é".repeat(500)); text("!");')
@@ -367,7 +368,7 @@ async def test_output_limit_counts_utf8_bytes_and_image_urls(isolation: str) -> 
 
 
 async def test_output_limit_applies_between_delivered_events(isolation: str) -> None:
-    async with SessionRuntime(GateDelegate(), config(isolation, max_output_bytes=1000)) as runtime:
+    async with limited(isolation, max_output_bytes=1000) as runtime:
         started = await runtime.execute(
             request('text("a".repeat(600)); yield_control(); text("b".repeat(600));'),
             YieldAfter(10 * SAFETY),
@@ -382,9 +383,7 @@ async def test_output_limit_applies_between_delivered_events(isolation: str) -> 
 
 
 async def test_error_text_is_truncated(isolation: str) -> None:
-    async with SessionRuntime(
-        GateDelegate(), config(isolation, max_error_text_bytes=100)
-    ) as runtime:
+    async with limited(isolation, max_error_text_bytes=100) as runtime:
         event = await run_cell(runtime, 'text("kept"); throw new Error("x".repeat(500));')
         assert event == Completed(
             [Text("kept")],
@@ -405,7 +404,7 @@ async def test_error_text_is_truncated(isolation: str) -> None:
 
 
 async def test_the_default_error_text_limit_is_16_kib(isolation: str) -> None:
-    async with SessionRuntime(GateDelegate(), config(isolation)) as runtime:
+    async with limited(isolation) as runtime:
         event = await run_cell(runtime, 'throw new Error("x".repeat(100000));')
         assert event.error_text == "Error: " + "x" * (16 * 1024 - 7) + ERROR_TRUNCATED_SUFFIX
 
@@ -418,7 +417,7 @@ STORAGE_3_ENTRIES = (
 
 
 async def test_stored_entries_limit(isolation: str) -> None:
-    async with SessionRuntime(GateDelegate(), config(isolation, max_stored_entries=3)) as runtime:
+    async with limited(isolation, max_stored_entries=3) as runtime:
         event = await run_cell(
             runtime,
             'store("a", 1); store("b", 2); store("c", 3); store("a", 10); text("three");'
@@ -436,7 +435,7 @@ async def test_stored_entries_limit(isolation: str) -> None:
 
 async def test_stored_entries_limit_across_concurrent_cells(isolation: str) -> None:
     delegate = GateDelegate(gates=["gate"])
-    async with SessionRuntime(delegate, config(isolation, max_stored_entries=3)) as runtime:
+    async with limited(isolation, max_stored_entries=3, delegate=delegate) as runtime:
         # Both cells start from the same (empty) snapshot; each stays within the limit on
         # its own, but the second to complete would take the session past it.
         first = await runtime.execute(
@@ -454,7 +453,7 @@ async def test_stored_entries_limit_across_concurrent_cells(isolation: str) -> N
 
 
 async def test_stored_bytes_limit(isolation: str) -> None:
-    async with SessionRuntime(GateDelegate(), config(isolation, max_stored_chars=100)) as runtime:
+    async with limited(isolation, max_stored_chars=100) as runtime:
         message = (
             "code mode session storage exceeds its limit of 256 entries or 100 serialized bytes"
         )
@@ -473,7 +472,7 @@ async def test_stored_bytes_limit(isolation: str) -> None:
 async def test_stored_bytes_are_counted_alike_in_the_cell_and_on_the_host(
     isolation: str,
 ) -> None:
-    async with SessionRuntime(GateDelegate(), config(isolation, max_stored_chars=100)) as runtime:
+    async with limited(isolation, max_stored_chars=100) as runtime:
         # Compact JSON: 1 + len('[1,2,...,20]') = 1 + 51 = 52 bytes, well within 100.
         event = await run_cell(
             runtime, 'store("k", Array.from({ length: 20 }, (_, i) => i + 1)); text("stored");'
@@ -489,8 +488,7 @@ async def test_stored_bytes_are_counted_alike_in_the_cell_and_on_the_host(
 
 async def test_outstanding_tool_calls_limit(isolation: str) -> None:
     delegate = GateDelegate()
-    limits = config(isolation, max_outstanding_tool_calls=3)
-    async with SessionRuntime(delegate, limits) as runtime:
+    async with limited(isolation, max_outstanding_tool_calls=3, delegate=delegate) as runtime:
         event = await run_cell(
             runtime,
             'text("go"); for (let i = 0; i < 4; i++) tools.block(); text("never");',
@@ -507,8 +505,7 @@ async def test_outstanding_tool_calls_limit(isolation: str) -> None:
 
 async def test_finished_tool_calls_do_not_count(isolation: str) -> None:
     delegate = GateDelegate()
-    limits = config(isolation, max_outstanding_tool_calls=3)
-    async with SessionRuntime(delegate, limits) as runtime:
+    async with limited(isolation, max_outstanding_tool_calls=3, delegate=delegate) as runtime:
         source = (
             "for (let round = 0; round < 5; round++) {"
             " await Promise.all([1, 2, 3].map((n) => tools.echo({ n }))); }"
@@ -521,7 +518,7 @@ async def test_finished_tool_calls_do_not_count(isolation: str) -> None:
 
 
 async def test_pending_timers_limit(isolation: str) -> None:
-    async with SessionRuntime(GateDelegate(), config(isolation, max_pending_timers=3)) as runtime:
+    async with limited(isolation, max_pending_timers=3) as runtime:
         event = await run_cell(
             runtime, 'text("go"); for (let i = 0; i < 4; i++) setTimeout(() => {}, 60000);'
         )
@@ -534,7 +531,7 @@ async def test_pending_timers_limit(isolation: str) -> None:
 
 
 async def test_fired_and_cleared_timers_do_not_count(isolation: str) -> None:
-    async with SessionRuntime(GateDelegate(), config(isolation, max_pending_timers=3)) as runtime:
+    async with limited(isolation, max_pending_timers=3) as runtime:
         source = (
             "for (let i = 0; i < 10; i++) clearTimeout(setTimeout(() => {}, 60000));"
             " for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 0));"
@@ -547,7 +544,7 @@ async def test_fired_and_cleared_timers_do_not_count(isolation: str) -> None:
 
 
 async def test_source_size_limit(isolation: str) -> None:
-    async with SessionRuntime(GateDelegate(), config(isolation, max_source_bytes=100)) as runtime:
+    async with limited(isolation, max_source_bytes=100) as runtime:
         fits = 'text("' + "x" * 92 + '")'  # 100 bytes
         assert len(fits) == 100
         assert await run_cell(runtime, fits) == Completed([Text("x" * 92)])
@@ -567,7 +564,7 @@ DEPTH_4 = "nests deeper than the limit of 4 (RuntimeConfig.max_json_depth)"
 
 async def test_json_depth_of_tool_input(isolation: str) -> None:
     delegate = GateDelegate()
-    async with SessionRuntime(delegate, config(isolation, max_json_depth=4)) as runtime:
+    async with limited(isolation, max_json_depth=4, delegate=delegate) as runtime:
         # {v: [[[1]]]} is 4 deep: allowed.
         echo = ["echo"]
         event = await run_cell(runtime, f"text(await tools.echo({{ v: {js_nested(3)} }}));", echo)
@@ -595,7 +592,7 @@ def drain(delegate: GateDelegate) -> list[object]:
 
 
 async def test_json_depth_of_stored_values(isolation: str) -> None:
-    async with SessionRuntime(GateDelegate(), config(isolation, max_json_depth=4)) as runtime:
+    async with limited(isolation, max_json_depth=4) as runtime:
         event = await run_cell(runtime, f'store("ok", {js_nested(4)}); text("stored");')
         assert event == Completed([Text("stored")])
         # Refused when stored (a program may catch it), not when the cell ends.
@@ -621,7 +618,7 @@ class DeepResults(GateDelegate):
 
 
 async def test_json_depth_of_tool_results(isolation: str) -> None:
-    async with SessionRuntime(DeepResults(), config(isolation, max_json_depth=4)) as runtime:
+    async with limited(isolation, max_json_depth=4, delegate=DeepResults()) as runtime:
         source = (
             "text(await tools.deep({ depth: 4 }));"
             " try { await tools.deep({ depth: 5 }); } catch (e) { text(e); }"
@@ -640,7 +637,7 @@ async def test_json_depth_of_tool_results(isolation: str) -> None:
 async def test_a_tool_result_too_deep_for_json_dumps_fails_only_the_call(
     isolation: str,
 ) -> None:
-    async with SessionRuntime(DeepResults(), config(isolation)) as runtime:
+    async with limited(isolation, delegate=DeepResults()) as runtime:
         source = "try { await tools.deep({ depth: 100000 }); } catch (e) { text(e); }"
         assert await run_cell(runtime, source, ["deep"]) == Completed(
             [
@@ -663,7 +660,7 @@ MESSAGE_LIMIT = (
 
 async def test_message_size_limit(isolation: str) -> None:
     delegate = GateDelegate()
-    async with SessionRuntime(delegate, config(isolation, max_message_chars=100_000)) as runtime:
+    async with limited(isolation, max_message_chars=100_000, delegate=delegate) as runtime:
         event = await run_cell(runtime, 'text("x".repeat(99000)); text("y".repeat(100001));')
         assert event == Completed([Text("x" * 99000)], error_text=MESSAGE_LIMIT)
         event = await run_cell(runtime, 'await tools.echo({ s: "x".repeat(100001) });', ["echo"])
@@ -676,9 +673,7 @@ async def test_message_size_limit(isolation: str) -> None:
 
 
 async def test_many_messages_below_the_limit_are_not_one_big_message(isolation: str) -> None:
-    async with SessionRuntime(
-        GateDelegate(), config(isolation, max_message_chars=100_000)
-    ) as runtime:
+    async with limited(isolation, max_message_chars=100_000) as runtime:
         source = 'for (let i = 0; i < 100; i++) text("x".repeat(60000)); text("done");'
         event = await run_cell(runtime, source)
         assert event == Completed([Text("x" * 60000)] * 100 + [Text("done")])

@@ -23,6 +23,7 @@ from code_mode import (
     CellId,
     Completed,
     MissingCell,
+    RuntimeConfig,
     SessionRuntime,
     Terminated,
     Text,
@@ -89,13 +90,23 @@ def pushing(delegate: GateDelegate, pushes: Pushes) -> SessionRuntime:
 
 @asynccontextmanager
 async def handed_back_cell(
-    pushes: Pushes,
+    pushes: Pushes, limits: RuntimeConfig | None = None, source: str = HANDED_BACK
 ) -> AsyncIterator[tuple[SessionRuntime, GateDelegate, CellId]]:
-    """A process-mode runtime that pushes to ``pushes``, with a cell handed back (as
-    ``handed_back``) that waits for the delegate's ``gate``."""
+    """A runtime (process mode unless ``limits`` say otherwise) that pushes to
+    ``pushes``, with ``source`` handed back (as ``handed_back``) and waiting for the
+    delegate's ``gate``."""
     delegate = GateDelegate(gates=["gate"])
-    async with pushing(delegate, pushes) as runtime:
-        yield runtime, delegate, await handed_back(runtime, delegate)
+    limits = config("process") if limits is None else limits
+    async with SessionRuntime(delegate, limits, on_finished=pushes) as runtime:
+        yield runtime, delegate, await handed_back(runtime, delegate, source)
+
+
+def assert_pushed_failure(pushes: Pushes, cell_id: CellId, limit: str) -> None:
+    """One push, of ``cell_id``: a failure that names the ``RuntimeConfig`` field ``limit``."""
+    [(pushed_id, completed)] = pushes.received
+    assert pushed_id == cell_id
+    assert completed.error_text is not None
+    assert f"RuntimeConfig.{limit}" in completed.error_text
 
 
 async def push_started(delegate: GateDelegate, pushes: Pushes) -> None:
@@ -222,37 +233,27 @@ async def test_terminate_gets_the_end_and_nothing_is_pushed() -> None:
 
 
 async def test_a_limit_broken_after_the_hand_back_is_pushed_as_a_failure() -> None:
-    delegate = GateDelegate(gates=["gate"])
     pushes = Pushes()
     limits = config("process", max_output_bytes=1000)
     source = 'text("a"); yield_control(); await tools.gate({}); text("x".repeat(2000));'
-    async with SessionRuntime(delegate, limits, on_finished=pushes) as runtime:
-        cell_id = await handed_back(runtime, delegate, source)
+    async with handed_back_cell(pushes, limits, source) as (_runtime, delegate, cell_id):
         delegate.release("gate")
         with trio.fail_after(SAFETY):
             await pushes.done.wait()
-    [(pushed_id, completed)] = pushes.received
-    assert pushed_id == cell_id
-    assert completed.error_text is not None
-    assert "RuntimeConfig.max_output_bytes" in completed.error_text
+    assert_pushed_failure(pushes, cell_id, "max_output_bytes")
 
 
 async def test_the_running_time_limit_is_pushed(mock_clock: trio.testing.MockClock) -> None:
-    delegate = GateDelegate(gates=["gate"])
     pushes = Pushes()
     # Threads: a worker process that hears nothing for a jumped-over heartbeat period
     # would be killed as hung, which is another failure than the one under test.
     limits = config("thread", max_cell_seconds=60.0)
-    async with SessionRuntime(delegate, limits, on_finished=pushes) as runtime:
-        cell_id = await handed_back(runtime, delegate)
+    async with handed_back_cell(pushes, limits) as (_runtime, _delegate, cell_id):
         await trio.testing.wait_all_tasks_blocked()
         mock_clock.jump(61)
         with trio.fail_after(SAFETY):
             await pushes.done.wait()
-    [(pushed_id, completed)] = pushes.received
-    assert pushed_id == cell_id
-    assert completed.error_text is not None
-    assert "RuntimeConfig.max_cell_seconds" in completed.error_text
+    assert_pushed_failure(pushes, cell_id, "max_cell_seconds")
 
 
 async def test_shutdown_ends_a_handed_back_cell_without_a_push() -> None:
