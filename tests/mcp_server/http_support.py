@@ -56,6 +56,16 @@ async def http_client(url: str, **options: Any) -> AsyncIterator[ClientSession]:
         yield session
 
 
+@asynccontextmanager
+async def two_sessions(
+    server: CodeModeMcpServer,
+) -> AsyncIterator[tuple[str, ClientSession, ClientSession]]:
+    """``server`` on 127.0.0.1 with two SDK clients, each its own MCP session; yields
+    the URL and the two."""
+    async with http_server(server) as url, http_client(url) as first, http_client(url) as second:
+        yield url, first, second
+
+
 def leaves(error: BaseException) -> Iterator[BaseException]:
     """The exceptions in ``error``, exception groups opened."""
     if isinstance(error, BaseExceptionGroup):

@@ -23,6 +23,7 @@ from .http_support import (
     refused,
     start_cli_server,
     texts,
+    two_sessions,
 )
 
 SHUTTING_DOWN = "this server is shutting down"
@@ -57,12 +58,7 @@ async def test_drain_waits_for_every_result_and_refuses_new_work() -> None:
     server = CodeModeMcpServer([gate])
 
     with trio.fail_after(SAFETY):
-        async with (
-            http_server(server) as url,
-            http_client(url) as busy,
-            http_client(url) as idle,
-            trio.open_nursery() as nursery,
-        ):
+        async with two_sessions(server) as (url, busy, idle), trio.open_nursery() as nursery:
             await exec_code(idle, 'store("k", 1)')
             code = '// @exec: {"yield_time_ms": 0}\ntext(await tools.gate({name: "drain"}))'
             started = await exec_code(busy, code)
@@ -135,11 +131,7 @@ async def test_past_the_deadline_programs_are_terminated_with_a_clear_result() -
     server = CodeModeMcpServer([block], limits=ServerLimits(drain_deadline=0.5))
     code = '// @exec: {"yield_time_ms": 0}\nawait tools.block({name: "%s"})'
     with trio.fail_after(SAFETY):
-        async with (
-            http_server(server) as url,
-            http_client(url) as waiting,
-            http_client(url) as away,
-        ):
+        async with two_sessions(server) as (_url, waiting, away):
             assert texts(await exec_code(waiting, code % "waited"))[0].startswith("Script running")
             assert texts(await exec_code(away, code % "left"))[0].startswith("Script running")
             results = []

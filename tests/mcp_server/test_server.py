@@ -27,7 +27,15 @@ from ..mcp_support import (
     node_command,
     serve_command,
 )
-from .http_support import INITIALIZE, exec_code, http_client, http_server, start_cli_server, texts
+from .http_support import (
+    INITIALIZE,
+    exec_code,
+    http_client,
+    http_server,
+    start_cli_server,
+    texts,
+    two_sessions,
+)
 
 
 async def test_stdio_lists_exec_and_wait_and_serves_them() -> None:
@@ -119,11 +127,7 @@ async def test_stdio_server_ends_its_cells_when_the_client_goes() -> None:
 async def test_http_sessions_are_separate() -> None:
     server = CodeModeMcpServer([add])
     with trio.fail_after(SAFETY):
-        async with (
-            http_server(server) as url,
-            http_client(url) as first,
-            http_client(url) as second,
-        ):
+        async with two_sessions(server) as (url, first, second):
             assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
             await exec_code(first, 'store("secret", "first"); text("stored")')
             await exec_code(second, 'store("other", 2); text("stored")')
