@@ -13,6 +13,7 @@ asyncio ones run with ``asyncio.run`` in a worker thread, as in an application.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -65,22 +66,22 @@ def text_of(content: Any) -> str:
     return "\n".join(block.text for block in content if getattr(block, "type", None) == "text")
 
 
-def check_exec_then_wait(run: Callable[[str, dict[str, Any]], Awaitable[str]]) -> Any:
-    """The acceptance, for a host whose one tool call is ``run(name, arguments)``
-    returning the result's text."""
+async def check_exec_then_wait(call_tool: Callable[[str, dict[str, Any]], Awaitable[Any]]) -> None:
+    """The acceptance, for a host whose one tool call is ``call_tool(name, arguments)``
+    returning a result with MCP ``content``."""
 
-    async def check() -> None:
-        called = await run("exec", {"code": CALLS_A_TOOL})
-        assert called.startswith("Script completed"), called
-        assert called.splitlines()[-1] == "5", called
-        started = await run("exec", {"code": YIELDS})
-        running = RUNNING.search(started)
-        assert running is not None, started
-        finished = await run("wait", {"cell_id": running.group(1), "yield_time_ms": 3000})
-        assert finished.startswith("Script completed"), finished
-        assert finished.splitlines()[-1] == "42", finished
+    async def run(name: str, arguments: dict[str, Any]) -> str:
+        return text_of((await call_tool(name, arguments)).content)
 
-    return check
+    called = await run("exec", {"code": CALLS_A_TOOL})
+    assert called.startswith("Script completed"), called
+    assert called.splitlines()[-1] == "5", called
+    started = await run("exec", {"code": YIELDS})
+    running = RUNNING.search(started)
+    assert running is not None, started
+    finished = await run("wait", {"cell_id": running.group(1), "yield_time_ms": 3000})
+    assert finished.startswith("Script completed"), finished
+    assert finished.splitlines()[-1] == "42", finished
 
 
 # -- the MCP Python SDK ------------------------------------------------------------------
@@ -96,12 +97,7 @@ async def test_mcp_sdk_client_in_auto_mode(transport: str) -> None:
             # the cells are named by handles (test_stateless.py), over stdio the
             # connection is the session.
             assert client.protocol_version == "2026-07-28", client.protocol_version
-
-            async def run(name: str, arguments: dict[str, Any]) -> str:
-                result = await client.call_tool(name, arguments)
-                return text_of(result.content)
-
-            await check_exec_then_wait(run)()
+            await check_exec_then_wait(client.call_tool)
 
     with trio.fail_after(SAFETY):
         if transport == "stdio":
@@ -121,12 +117,7 @@ async def test_fastmcp_client(transport: str) -> None:
 
     async def over(target: Any) -> None:
         async with Client(target) as client:
-
-            async def run(name: str, arguments: dict[str, Any]) -> str:
-                result = await client.call_tool(name, arguments, raise_on_error=False)
-                return text_of(result.content)
-
-            await check_exec_then_wait(run)()
+            await check_exec_then_wait(functools.partial(client.call_tool, raise_on_error=False))
 
     with trio.fail_after(SAFETY):
         if transport == "stdio":
@@ -223,12 +214,7 @@ async def test_openai_agents_mcp_servers(transport: str) -> None:
             assert server.client_session_timeout_seconds == 5  # the default, kept
             names = [tool.name for tool in await server.list_tools()]
             assert names == ["exec", "wait"]
-
-            async def run(name: str, arguments: dict[str, Any]) -> str:
-                result = await server.call_tool(name, arguments)
-                return text_of(result.content)
-
-            await check_exec_then_wait(run)()
+            await check_exec_then_wait(server.call_tool)
 
     with trio.fail_after(SAFETY):
         if transport == "stdio":
