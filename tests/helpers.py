@@ -17,6 +17,7 @@ from code_mode import (
     ExecuteRequest,
     NestedToolCall,
     ObserveMode,
+    PendingFrontier,
     RuntimeConfig,
     SessionRuntime,
     StartedCell,
@@ -162,3 +163,13 @@ async def yielded_cell(
     started = await runtime.execute(request, mode)
     assert await started.initial_event() == Yielded([])
     return started
+
+
+#: A bystander's program: shows ``a1``, waits at the gate ``hold``, then shows ``a2``.
+HOLDING = 'text("a1"); await tools.hold(); text("a2")'
+
+
+async def start_holding(runtime: SessionRuntime) -> StartedCell:
+    """Start ``HOLDING`` in ``runtime``, first observed until it calls ``hold``
+    (``PendingFrontier``); the delegate's gate ``hold`` lets it finish."""
+    return await runtime.execute(request(HOLDING, ["hold"]), PendingFrontier())

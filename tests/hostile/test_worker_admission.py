@@ -24,9 +24,16 @@ import trio
 from code_mode import Engine, EngineConfig, PendingFrontier, RuntimeConfig, SessionRuntime
 from code_mode import YieldAfter
 from code_mode._engine._worker_process import resident_bytes
-from tests.helpers import GateDelegate, request
+from tests.helpers import GateDelegate, request, start_holding
 
 MiB = 1024 * 1024
+
+
+# Workers whose cells are admitted only while their limits fit the budget.
+def without_overcommit(processes, limit):
+    return EngineConfig(
+        worker_processes=processes, worker_memory_limit_bytes=limit, worker_memory_overcommit=1.0
+    )
 """
 
 ADMISSION = (
@@ -40,9 +47,7 @@ HOLD = (
 
 
 async def main():
-    config = EngineConfig(
-        worker_processes=1, worker_memory_limit_bytes=640 * MiB, worker_memory_overcommit=1.0
-    )
+    config = without_overcommit(1, 640 * MiB)
     assert config.worker_memory_budget_bytes == 512 * MiB  # 5 cells of 64 + 32 MiB
     async with Engine(config) as eng:
         tools = GateDelegate(gates=["hold"])
@@ -108,9 +113,7 @@ CULPRIT = (
 
 
 async def main():
-    config = EngineConfig(
-        worker_processes=2, worker_memory_limit_bytes=384 * MiB, worker_memory_overcommit=1.0
-    )
+    config = without_overcommit(2, 384 * MiB)
     async with Engine(config) as eng:
         a_tools = GateDelegate(gates=["hold"])
         small = RuntimeConfig(memory_limit_bytes=64 * MiB)
@@ -119,10 +122,7 @@ async def main():
             SessionRuntime(a_tools, small, engine=eng) as a,
             SessionRuntime(GateDelegate(), large, engine=eng) as b,
         ):
-            sa = await a.execute(
-                request('text("a1"); await tools.hold(); text("a2")', ["hold"]),
-                PendingFrontier(),
-            )
+            sa = await start_holding(a)
             await sa.initial_event()
             # B is placed on A's worker (the spare worker holds no session yet, but
             # B's session goes to the one with the fewest: force it beside A).

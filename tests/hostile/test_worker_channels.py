@@ -17,9 +17,9 @@ import time
 import trio
 import trio.testing
 
-from code_mode import Completed, Pending, PendingFrontier, SessionRuntime, Text, YieldAfter
+from code_mode import Completed, Pending, SessionRuntime, Text, YieldAfter
 
-from ..helpers import NO_REPLAY, SAFETY, GateDelegate, engine, request
+from ..helpers import NO_REPLAY, SAFETY, GateDelegate, engine, request, start_holding
 from ..native_child import run_child
 
 #: Each program below runs as session B while session A waits on a gated tool.
@@ -52,9 +52,9 @@ PRINTING = {
 CHILD = """
 import json, sys
 import trio
-from code_mode import Engine, EngineConfig, PendingFrontier, SessionRuntime, YieldAfter
+from code_mode import Engine, EngineConfig, SessionRuntime, YieldAfter
 from code_mode import RuntimeConfig
-from tests.helpers import GateDelegate, request
+from tests.helpers import GateDelegate, request, start_holding
 
 PROGRAM = {program!r}
 
@@ -67,10 +67,7 @@ async def main():
             SessionRuntime(a_tools, no_replay, engine=eng) as a,
             SessionRuntime(GateDelegate(), no_replay, engine=eng) as b,
         ):
-            started_a = await a.execute(
-                request('text("a1"); await tools.hold(); text("a2")', ["hold"]),
-                PendingFrontier(),
-            )
+            started_a = await start_holding(a)
             first = await started_a.initial_event()
             (worker,) = eng._pool.workers
             started_b = await b.execute(request(PROGRAM), YieldAfter(120))
@@ -113,9 +110,7 @@ async def test_whatever_reaches_a_workers_stdout_or_stderr_goes_to_the_drain() -
         engine("process", worker_processes=1) as eng,
         SessionRuntime(delegate, NO_REPLAY, engine=eng) as a,
     ):
-        started = await a.execute(
-            request('text("a1"); await tools.hold(); text("a2")', ["hold"]), PendingFrontier()
-        )
+        started = await start_holding(a)
         assert await started.initial_event() == Pending([Text("a1")], ["tool-1"])
         assert eng._pool is not None
         (worker,) = eng._pool.workers
@@ -155,9 +150,7 @@ async def test_a_long_builtin_does_not_starve_the_heartbeat() -> None:
         SessionRuntime(delegate, NO_REPLAY, engine=eng) as a,
         SessionRuntime(GateDelegate(), NO_REPLAY, engine=eng) as b,
     ):
-        started_a = await a.execute(
-            request('text("a1"); await tools.hold(); text("a2")', ["hold"]), PendingFrontier()
-        )
+        started_a = await start_holding(a)
         assert await started_a.initial_event() == Pending([Text("a1")], ["tool-1"])
         (pid,) = eng.worker_pids()
         started_b = await b.execute(request(LONG_BUILTIN), YieldAfter(12 * SAFETY))
@@ -181,9 +174,7 @@ async def test_a_blocked_host_does_not_count_a_live_worker_as_hung() -> None:
         engine("process", worker_processes=1, worker_heartbeat_timeout=timeout) as eng,
         SessionRuntime(delegate, NO_REPLAY, engine=eng) as a,
     ):
-        started = await a.execute(
-            request('text("a1"); await tools.hold(); text("a2")', ["hold"]), PendingFrontier()
-        )
+        started = await start_holding(a)
         assert await started.initial_event() == Pending([Text("a1")], ["tool-1"])
         (pid,) = eng.worker_pids()
         for _ in range(3):
