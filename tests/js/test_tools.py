@@ -153,20 +153,6 @@ async def test_function_tools_take_a_json_object(
     assert delegate.calls[0].tool_kind is ToolKind.FUNCTION
 
 
-@pytest.mark.parametrize("argument", ["5", '"text"', "[1, 2]", "null", "true"])
-async def test_function_tools_reject_other_input(argument: str, isolation: str) -> None:
-    delegate = Delegate()
-    source = (
-        f"const promise = tools.echo({argument});\n"
-        "text(promise instanceof Promise);\n"
-        "try { await promise; } catch (e) { text(typeof e); text(e); }"
-    )
-    assert await run(isolation, source, [ECHO], delegate) == texts(
-        "true", "string", "tool `echo` expects a JSON object for arguments"
-    )
-    assert delegate.calls == []
-
-
 async def test_freeform_tools_take_a_string(isolation: str) -> None:
     delegate = Delegate()
     source = 'text(await tools.patch("*** Begin Patch\\n"));'
@@ -175,30 +161,44 @@ async def test_freeform_tools_take_a_string(isolation: str) -> None:
     assert delegate.calls[0].tool_kind is ToolKind.FREEFORM
 
 
-@pytest.mark.parametrize("arguments", ["", "undefined", "5", "{}", "null", '["a"]'])
-async def test_freeform_tools_reject_other_input(arguments: str, isolation: str) -> None:
+#: Calls a program may make that never reach the delegate: the tools enabled, the
+#: call, and the string its promise rejects with.
+REFUSED_CALLS = [
+    *(
+        pytest.param(
+            [ECHO],
+            f"echo({argument})",
+            "tool `echo` expects a JSON object for arguments",
+            id=f"function-{argument}",
+        )
+        for argument in ["5", '"text"', "[1, 2]", "null", "true"]
+    ),
+    *(
+        pytest.param(
+            [PATCH],
+            f"patch({arguments})",
+            "tool `patch` expects a string input",
+            id=f"freeform-{arguments}",
+        )
+        for arguments in ["", "undefined", "5", "{}", "null", '["a"]']
+    ),
+    pytest.param([ECHO], "missing({})", "tool `missing` is not enabled in exec", id="not-enabled"),
+]
+
+
+@pytest.mark.parametrize(("tools", "call", "reason"), REFUSED_CALLS)
+async def test_a_refused_call_rejects_its_promise_with_a_string(
+    tools: list[ToolDefinition], call: str, reason: str, isolation: str
+) -> None:
+    """Function tools take a JSON object, freeform tools a string, and only enabled
+    tools can be called."""
     delegate = Delegate()
     source = (
-        f"const promise = tools.patch({arguments});\n"
+        f"const promise = tools.{call};\n"
         "text(promise instanceof Promise);\n"
         "try { await promise; } catch (e) { text(typeof e); text(e); }"
     )
-    assert await run(isolation, source, [PATCH], delegate) == texts(
-        "true", "string", "tool `patch` expects a string input"
-    )
-    assert delegate.calls == []
-
-
-async def test_calling_a_tool_that_is_not_enabled_rejects(isolation: str) -> None:
-    delegate = Delegate()
-    source = (
-        "const promise = tools.missing({});\n"
-        "text(promise instanceof Promise);\n"
-        "try { await promise; } catch (e) { text(typeof e); text(e); }"
-    )
-    assert await run(isolation, source, [ECHO], delegate) == texts(
-        "true", "string", "tool `missing` is not enabled in exec"
-    )
+    assert await run(isolation, source, tools, delegate) == texts("true", "string", reason)
     assert delegate.calls == []
 
 
