@@ -36,13 +36,19 @@ def assert_in_order(output: str, steps: list[str]) -> None:
         position = found
 
 
+#: The model's ``exec`` (with a pragma), handed back still running as cell 1.
+EXEC_HANDED_BACK = [
+    "model -> exec:\n// @exec:",
+    "exec result:\nScript running with cell ID 1\nWall time ",
+]
+
+
 def test_agent_loop_example(capsys: pytest.CaptureFixture[str]) -> None:
     answer, output = run_example("agent_loop.py", capsys)
     assert answer == "Here you go: Lisbon: sunny, 21 °C, population 545,923"
     steps = [
         "user: What is the weather in Lisbon",
-        "model -> exec:\n// @exec:",
-        "exec result:\nScript running with cell ID 1\nWall time ",
+        *EXEC_HANDED_BACK,
         'model -> wait:\n{"cell_id": "1"}',
         "wait result:\nScript completed\nWall time ",
         "Output:\nLisbon: sunny, 21 °C, population 545,923\n",
@@ -59,8 +65,7 @@ def test_agent_loop_push_example_ends_the_turn_and_resumes_on_the_push(
     assert answer == "Done: checkout had 17 errors yesterday."
     steps = [
         "user: How many errors did checkout have",
-        "model -> exec:\n// @exec:",
-        "exec result:\nScript running with cell ID 1\nWall time ",
+        *EXEC_HANDED_BACK,
         "You will be given its result when it finishes",
         "assistant: I'm counting the errors",  # the turn ends: no wait
         "pushed (cell 1):\nScript completed\nWall time ",
