@@ -118,6 +118,11 @@ def test_openai_content_and_outputs() -> None:
     }
 
 
+def wait_tool(schema_key: str) -> dict[str, object]:
+    """The ``wait`` tool as Anthropic and MCP list tools: its schema under ``schema_key``."""
+    return {"name": "wait", "description": wait_description(), schema_key: wait_parameters()}
+
+
 def test_anthropic_tools() -> None:
     tool = anthropic_exec_tool(TOOLS)
     assert set(tool) == {"name", "description", "input_schema"}
@@ -125,11 +130,7 @@ def test_anthropic_tools() -> None:
     assert tool["input_schema"] == exec_json_parameters()
     assert tool["input_schema"]["required"] == ["code"]
     assert tool["description"] == exec_description(TOOLS, code_argument="code", image_detail=False)
-    assert anthropic_wait_tool() == {
-        "name": "wait",
-        "description": wait_description(),
-        "input_schema": wait_parameters(),
-    }
+    assert anthropic_wait_tool() == wait_tool("input_schema")
 
 
 def test_anthropic_content() -> None:
@@ -163,11 +164,7 @@ def test_mcp_tools() -> None:
     assert set(tool) == {"name", "description", "inputSchema"}
     assert tool["inputSchema"] == exec_json_parameters()
     assert "`code` argument" in tool["description"]
-    assert mcp_wait_tool() == {
-        "name": "wait",
-        "description": wait_description(),
-        "inputSchema": wait_parameters(),
-    }
+    assert mcp_wait_tool() == wait_tool("inputSchema")
 
 
 def test_mcp_content() -> None:
