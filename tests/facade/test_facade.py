@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -58,6 +60,16 @@ class Gate:
         self.tool = gate
 
 
+@asynccontextmanager
+async def gated(**options: Any) -> AsyncIterator[tuple[Gate, CodeModeSession]]:
+    """A session (with ``options``) whose one tool is a fresh ``Gate``, under the hang
+    guard; yields both."""
+    gate = Gate()
+    with trio.fail_after(SAFETY):
+        async with CodeModeSession([gate.tool], **options) as cm:
+            yield gate, cm
+
+
 @tool
 async def add(a: int, b: int) -> int:
     """Add two integers."""
@@ -85,38 +97,34 @@ async def test_exec_failure_appends_the_error() -> None:
 
 
 async def test_yield_then_wait_returns_completion() -> None:
-    gate = Gate()
     source = 'text("before");\nyield_control();\ntext(await tools.gate());'
-    with trio.fail_after(SAFETY):
-        async with CodeModeSession(tools=[gate.tool]) as cm:
-            first = await cm.exec(source)
-            assert status(first) == "Script running with cell ID 1"
-            assert body(first) == [Text("before")]
+    async with gated() as (gate, cm):
+        first = await cm.exec(source)
+        assert status(first) == "Script running with cell ID 1"
+        assert body(first) == [Text("before")]
 
-            results: list[list[OutputItem]] = []
-            async with trio.open_nursery() as nursery:
+        results: list[list[OutputItem]] = []
+        async with trio.open_nursery() as nursery:
 
-                async def wait_for_it() -> None:
-                    results.append(await cm.wait("1"))
+            async def wait_for_it() -> None:
+                results.append(await cm.wait("1"))
 
-                nursery.start_soon(wait_for_it)
-                await gate.called.wait()
-                await trio.testing.wait_all_tasks_blocked()
-                assert results == []  # still waiting on the tool
-                gate.opened.set()
+            nursery.start_soon(wait_for_it)
+            await gate.called.wait()
+            await trio.testing.wait_all_tasks_blocked()
+            assert results == []  # still waiting on the tool
+            gate.opened.set()
     assert status(results[0]) == "Script completed"
     assert body(results[0]) == [Text("opened")]
 
 
 async def test_yield_time_from_the_pragma() -> None:
-    gate = Gate()
     source = '// @exec: {"yield_time_ms": 20}\ntext("started");\ntext(await tools.gate());'
-    with trio.fail_after(SAFETY):
-        async with CodeModeSession(tools=[gate.tool]) as cm:
-            first = await cm.exec(source)
-            assert status(first) == "Script running with cell ID 1"
-            gate.opened.set()
-            final = await cm.wait("1")
+    async with gated() as (gate, cm):
+        first = await cm.exec(source)
+        assert status(first) == "Script running with cell ID 1"
+        gate.opened.set()
+        final = await cm.wait("1")
     assert status(final) == "Script completed"
     # Each result has only the output since the previous one.
     assert body(first) + body(final) == [Text("started"), Text("opened")]
@@ -449,15 +457,13 @@ def test_yield_grace_and_limit(requested: int, limit: int | None, expected: int)
 
 
 async def test_max_yield_time_caps_exec() -> None:
-    gate = Gate()
-    with trio.fail_after(SAFETY):
-        async with CodeModeSession(tools=[gate.tool], max_yield_time_ms=0) as cm:
-            first = await cm.exec("text(await tools.gate())")
-            assert status(first) == "Script running with cell ID 1"
-            # Capped at 0 ms: returns at once although the program is still blocked.
-            again = await cm.wait("1", yield_time_ms=60_000)
-            assert status(again) == "Script running with cell ID 1"
-            gate.opened.set()
+    async with gated(max_yield_time_ms=0) as (gate, cm):
+        first = await cm.exec("text(await tools.gate())")
+        assert status(first) == "Script running with cell ID 1"
+        # Capped at 0 ms: returns at once although the program is still blocked.
+        again = await cm.wait("1", yield_time_ms=60_000)
+        assert status(again) == "Script running with cell ID 1"
+        gate.opened.set()
 
 
 async def test_config_reaches_the_runtime() -> None:

@@ -21,42 +21,38 @@ import trio.testing
 from code_mode import Approval, CellFinished, CodeModeSession, Text, tool
 from code_mode._facade.program_check import ProgramCheck
 
-from .test_facade import SAFETY, Gate, add, body, status
+from .test_facade import SAFETY, add, body, gated, status
 
 # -- terminate_all -------------------------------------------------------------------
 
 
 async def test_terminate_all_ends_every_program_of_the_session() -> None:
-    gate = Gate()
     pushed: list[CellFinished] = []
-    with trio.fail_after(SAFETY):
-        async with CodeModeSession([gate.tool], on_finished=pushed.append) as cm:
-            assert status(await cm.exec("store('kept', 'yes'); text('stored')")) == (
-                "Script completed"
-            )
-            # An earlier turn's program, still running in the background.
-            background = await cm.exec('// @exec: {"yield_time_ms": 0}\nawait tools.gate();')
-            assert status(background) == "Script running with cell ID 2"
-            await gate.called.wait()
-            results: list[Any] = []
-            async with trio.open_nursery() as nursery:
+    async with gated(on_finished=pushed.append) as (gate, cm):
+        assert status(await cm.exec("store('kept', 'yes'); text('stored')")) == ("Script completed")
+        # An earlier turn's program, still running in the background.
+        background = await cm.exec('// @exec: {"yield_time_ms": 0}\nawait tools.gate();')
+        assert status(background) == "Script running with cell ID 2"
+        await gate.called.wait()
+        results: list[Any] = []
+        async with trio.open_nursery() as nursery:
 
-                async def this_turn() -> None:
-                    results.append(await cm.exec("text('spinning'); while (true) {}"))
+            async def this_turn() -> None:
+                results.append(await cm.exec("text('spinning'); while (true) {}"))
 
-                nursery.start_soon(this_turn)
-                await trio.testing.wait_all_tasks_blocked()
-                await cm.terminate_all()
-            [observed] = results
-            assert status(observed) == "Script terminated"
-            for cell_id in ("2", "3"):
-                missing = await cm.wait(cell_id)
-                assert status(missing) == "Script failed"
-                assert body(missing) == [Text(f"Script error:\nexec cell {cell_id} not found")]
-            assert pushed == []  # programs the host ends are never pushed
-            after = await cm.exec("text(load('kept'))")
-            assert (status(after), body(after)) == ("Script completed", [Text("yes")])
-            assert not gate.opened.is_set()  # the nested call was cancelled, not finished
+            nursery.start_soon(this_turn)
+            await trio.testing.wait_all_tasks_blocked()
+            await cm.terminate_all()
+        [observed] = results
+        assert status(observed) == "Script terminated"
+        for cell_id in ("2", "3"):
+            missing = await cm.wait(cell_id)
+            assert status(missing) == "Script failed"
+            assert body(missing) == [Text(f"Script error:\nexec cell {cell_id} not found")]
+        assert pushed == []  # programs the host ends are never pushed
+        after = await cm.exec("text(load('kept'))")
+        assert (status(after), body(after)) == ("Script completed", [Text("yes")])
+        assert not gate.opened.is_set()  # the nested call was cancelled, not finished
 
 
 # -- check_programs ------------------------------------------------------------------

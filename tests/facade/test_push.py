@@ -15,7 +15,7 @@ from code_mode.model_tools.adapters import wait_parameters
 from code_mode.model_tools.descriptions import exec_description, wait_description
 from code_mode.model_tools.formatting import PUSH_RUNNING_NOTE
 
-from .test_facade import SAFETY, Gate, body, status
+from .test_facade import SAFETY, Gate, body, gated, status
 
 RUNNING = '// @exec: {"yield_time_ms": 60000}\ntext("started"); yield_control();\n'
 THREADS = RuntimeConfig(isolation="thread")  # for MockClock: no worker heartbeats
@@ -70,19 +70,15 @@ async def test_a_program_that_ends_after_running_is_pushed_once() -> None:
 
 
 async def test_a_pushed_failure_keeps_the_budget_of_its_exec() -> None:
-    gate = Gate()
     pushes = Pushes()
     source = (
         '// @exec: {"yield_time_ms": 60000, "max_output_tokens": 20}\n'
         'yield_control(); await tools.gate(); text("x".repeat(1000)); throw new Error("late");'
     )
-    with trio.fail_after(SAFETY):
-        async with CodeModeSession([gate.tool], on_finished=pushes) as cm:
-            assert status(await cm.exec(source, call_id="call_7")) == (
-                "Script running with cell ID 1"
-            )
-            gate.opened.set()
-            await pushes.arrived.wait()
+    async with gated(on_finished=pushes) as (gate, cm):
+        assert status(await cm.exec(source, call_id="call_7")) == ("Script running with cell ID 1")
+        gate.opened.set()
+        await pushes.arrived.wait()
     [finished] = pushes.received
     assert finished.call_id == "call_7"
     assert finished.is_error
@@ -95,51 +91,45 @@ async def test_a_pushed_failure_keeps_the_budget_of_its_exec() -> None:
 
 
 async def test_the_observing_call_gets_the_end_and_nothing_is_pushed() -> None:
-    gate = Gate()
     pushes = Pushes()
-    with trio.fail_after(SAFETY):
-        async with CodeModeSession([gate.tool], on_finished=pushes) as cm:
-            await cm.exec(RUNNING + 'await tools.gate(); text("done");')
-            async with trio.open_nursery() as nursery:
-                results = []
+    async with gated(on_finished=pushes) as (gate, cm):
+        await cm.exec(RUNNING + 'await tools.gate(); text("done");')
+        async with trio.open_nursery() as nursery:
+            results = []
 
-                async def wait() -> None:
-                    results.append(await cm.wait("1", yield_time_ms=60_000))
+            async def wait() -> None:
+                results.append(await cm.wait("1", yield_time_ms=60_000))
 
-                nursery.start_soon(wait)
-                await trio.testing.wait_all_tasks_blocked()
-                gate.opened.set()
-            assert status(results[0]) == "Script completed"
-            # A final result carries no note.
-            assert body(results[0]) == [Text("done")]
-            ended = await cm.exec('text("quick")')
-            assert body(ended) == [Text("quick")]
+            nursery.start_soon(wait)
+            await trio.testing.wait_all_tasks_blocked()
+            gate.opened.set()
+        assert status(results[0]) == "Script completed"
+        # A final result carries no note.
+        assert body(results[0]) == [Text("done")]
+        ended = await cm.exec('text("quick")')
+        assert body(ended) == [Text("quick")]
     assert pushes.received == []
 
 
 async def test_a_wait_while_the_push_is_delivered_finds_no_cell() -> None:
-    gate = Gate()
     pushes = Pushes(hold=True)
-    with trio.fail_after(SAFETY):
-        async with CodeModeSession([gate.tool], on_finished=pushes) as cm:
-            await cm.exec(RUNNING + 'await tools.gate(); text("done");')
-            gate.opened.set()
-            await pushes.arrived.wait()
-            assert "exec cell 1 not found" in (await cm.wait("1"))[-1].text  # type: ignore[union-attr]
-            terminated = await cm.wait("1", terminate=True)
-            assert "exec cell 1 not found" in terminated[-1].text  # type: ignore[union-attr]
-            pushes.release.set()
+    async with gated(on_finished=pushes) as (gate, cm):
+        await cm.exec(RUNNING + 'await tools.gate(); text("done");')
+        gate.opened.set()
+        await pushes.arrived.wait()
+        assert "exec cell 1 not found" in (await cm.wait("1"))[-1].text  # type: ignore[union-attr]
+        terminated = await cm.wait("1", terminate=True)
+        assert "exec cell 1 not found" in terminated[-1].text  # type: ignore[union-attr]
+        pushes.release.set()
     assert len(pushes.received) == 1
 
 
 async def test_terminating_a_running_program_is_not_pushed() -> None:
-    gate = Gate()
     pushes = Pushes()
-    with trio.fail_after(SAFETY):
-        async with CodeModeSession([gate.tool], on_finished=pushes) as cm:
-            await cm.exec(RUNNING + "await tools.gate();")
-            assert status(await cm.wait("1", terminate=True)) == "Script terminated"
-            await cm.exec(RUNNING + "await new Promise(() => {});")  # ended by the exit
+    async with gated(on_finished=pushes) as (_gate, cm):
+        await cm.exec(RUNNING + "await tools.gate();")
+        assert status(await cm.wait("1", terminate=True)) == "Script terminated"
+        await cm.exec(RUNNING + "await new Promise(() => {});")  # ended by the exit
     assert pushes.received == []
 
 
@@ -255,50 +245,46 @@ def test_the_idle_floor_must_be_a_number_of_milliseconds() -> None:
 
 
 async def test_preempt_ends_exec_with_a_tool_call_in_flight_and_the_end_is_pushed() -> None:
-    gate = Gate()
     pushes = Pushes()
     results: list[object] = []
     source = '// @exec: {"yield_time_ms": 600000}\ntext("so far"); await tools.gate(); text("end");'
-    with trio.fail_after(SAFETY):
-        async with CodeModeSession([gate.tool], on_finished=pushes) as cm:
-            assert not await cm.preempt("1")  # nothing observes it (nothing at all)
-            async with trio.open_nursery() as nursery:
+    async with gated(on_finished=pushes) as (gate, cm):
+        assert not await cm.preempt("1")  # nothing observes it (nothing at all)
+        async with trio.open_nursery() as nursery:
 
-                async def run() -> None:
-                    results.append(await cm.exec(source))
+            async def run() -> None:
+                results.append(await cm.exec(source))
 
-                nursery.start_soon(run)
-                await gate.called.wait()
-                assert await cm.preempt("1")
-            [preempted] = results
-            assert status(preempted) == "Script running with cell ID 1"  # type: ignore[arg-type]
-            assert body(preempted) == [Text("so far"), Text(PUSH_RUNNING_NOTE)]  # type: ignore[arg-type]
-            assert not await cm.preempt("1")  # the program runs, unobserved
-            gate.opened.set()  # the tool call was never cancelled
-            await pushes.arrived.wait()
+            nursery.start_soon(run)
+            await gate.called.wait()
+            assert await cm.preempt("1")
+        [preempted] = results
+        assert status(preempted) == "Script running with cell ID 1"  # type: ignore[arg-type]
+        assert body(preempted) == [Text("so far"), Text(PUSH_RUNNING_NOTE)]  # type: ignore[arg-type]
+        assert not await cm.preempt("1")  # the program runs, unobserved
+        gate.opened.set()  # the tool call was never cancelled
+        await pushes.arrived.wait()
     [finished] = pushes.received
     assert body(finished.items) == [Text("end")]
 
 
 async def test_preempt_ends_a_wait_and_a_later_wait_gets_the_end() -> None:
-    gate = Gate()
     results: list[object] = []
-    with trio.fail_after(SAFETY):
-        async with CodeModeSession([gate.tool]) as cm:
-            await cm.exec(RUNNING + 'await tools.gate(); text("end");')
-            async with trio.open_nursery() as nursery:
+    async with gated() as (gate, cm):
+        await cm.exec(RUNNING + 'await tools.gate(); text("end");')
+        async with trio.open_nursery() as nursery:
 
-                async def wait() -> None:
-                    results.append(await cm.wait("1", yield_time_ms=600_000))
+            async def wait() -> None:
+                results.append(await cm.wait("1", yield_time_ms=600_000))
 
-                nursery.start_soon(wait)
-                await trio.testing.wait_all_tasks_blocked()
-                assert await cm.preempt("1")
-            assert status(results[0]) == "Script running with cell ID 1"  # type: ignore[arg-type]
-            gate.opened.set()
-            final = await cm.wait("1", yield_time_ms=600_000)
-            assert status(final) == "Script completed"
-            assert body(final) == [Text("end")]
+            nursery.start_soon(wait)
+            await trio.testing.wait_all_tasks_blocked()
+            assert await cm.preempt("1")
+        assert status(results[0]) == "Script running with cell ID 1"  # type: ignore[arg-type]
+        gate.opened.set()
+        final = await cm.wait("1", yield_time_ms=600_000)
+        assert status(final) == "Script completed"
+        assert body(final) == [Text("end")]
 
 
 async def test_a_wait_between_the_runtime_push_and_the_callback_loses_nothing() -> None:
