@@ -33,7 +33,16 @@ from code_mode._engine._worker_death import COLLATERAL
 from code_mode._engine.isolate import Isolate
 from code_mode._v8 import _native
 
-from ..helpers import SAFETY, GateDelegate, config, engine, request, settled, yielded_cell
+from ..helpers import (
+    SAFETY,
+    GateDelegate,
+    Task,
+    config,
+    engine,
+    request,
+    settled,
+    yielded_cell,
+)
 
 # -- errors --------------------------------------------------------------------------
 
@@ -126,15 +135,10 @@ async def test_a_second_observer_is_busy_and_does_not_displace_the_first(isolati
             await runtime.observe(started.cell_id, YieldAfter(60))
         assert raised.value == BusyObserver(started.cell_id)
         async with trio.open_nursery() as nursery:
-            results: list[object] = []
-
-            async def wait_first() -> None:
-                results.append(await first.event())
-
-            nursery.start_soon(wait_first)
+            waiting = Task.spawn(nursery, first.event)
             await trio.testing.wait_all_tasks_blocked()
             assert await runtime.terminate(started.cell_id) == Terminated([])
-        assert results == [Terminated([])]  # the observer got the same event
+        assert await waiting.wait() == Terminated([])  # the observer got the same event
 
 
 async def test_begin_observe_admits_before_event_is_awaited(isolation: str) -> None:
@@ -169,18 +173,13 @@ async def test_concurrent_terminate_is_already_terminating(isolation: str) -> No
         started = await runtime.execute(request("await tools.slow();", ["slow"]), YieldAfter(60))
         await delegate.next_call()
         async with trio.open_nursery() as nursery:
-            results: list[object] = []
-
-            async def terminate() -> None:
-                results.append(await runtime.terminate(started.cell_id))
-
-            nursery.start_soon(terminate)
+            terminating = Task.spawn(nursery, runtime.terminate, started.cell_id)
             await trio.testing.wait_all_tasks_blocked()
             with pytest.raises(AlreadyTerminating) as raised:
                 await runtime.terminate(started.cell_id)
             assert raised.value == AlreadyTerminating(started.cell_id)
             delegate.release("cleanup")
-        assert results == [Terminated([])]
+        assert await terminating.wait() == Terminated([])
 
 
 async def test_natural_completion_wins_over_a_later_terminate(isolation: str) -> None:

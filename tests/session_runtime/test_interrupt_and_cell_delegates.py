@@ -30,7 +30,7 @@ from code_mode import (
     Yielded,
 )
 
-from ..helpers import SAFETY, GateDelegate, config, request
+from ..helpers import SAFETY, GateDelegate, Task, config, request
 
 
 class _SlowClose(GateDelegate):
@@ -67,18 +67,12 @@ async def test_terminate_all_ends_every_cell_and_keeps_stored_values(isolation: 
             first_call = await delegate.next_call()
 
             async with trio.open_nursery() as nursery:
-                observed: list[object] = []
-
-                async def observe() -> None:
-                    observed.append(await spinning.initial_event())
-
-                nursery.start_soon(observe)
+                observing = Task.spawn(nursery, spinning.initial_event)
                 await trio.testing.wait_all_tasks_blocked()
                 await finished.initial_event()
                 ended = await runtime.terminate_all()
             assert ended == [background.cell_id, finished.cell_id, spinning.cell_id]
-            assert len(observed) == 1
-            assert isinstance(observed[0], Terminated)
+            assert isinstance(await observing.wait(), Terminated)
             assert delegate.cancelled == [first_call.runtime_tool_call_id]
             assert sorted(delegate.closed) == sorted([stored.cell_id, *ended])
             assert runtime.cell_count == 0
@@ -99,17 +93,12 @@ async def test_terminate_all_spares_a_cell_admitted_while_it_waits(isolation: st
             old = await runtime.execute(request("await new Promise(() => {})"), YieldAfter(0))
             await old.initial_event()
             async with trio.open_nursery() as nursery:
-                results: list[object] = []
-
-                async def interrupt() -> None:
-                    results.append(await runtime.terminate_all())
-
-                nursery.start_soon(interrupt)
+                interrupt = Task.spawn(nursery, runtime.terminate_all)
                 await slow.closing.wait()
                 new = await runtime.execute(request("await new Promise(() => {})"), YieldAfter(0))
                 await new.initial_event()
                 slow.release("close")
-            assert results == [[old.cell_id]]
+            assert await interrupt.wait() == [old.cell_id]
             assert runtime.cell_count == 1  # the new one runs on
             assert await runtime.terminate(new.cell_id) == Terminated([])
 

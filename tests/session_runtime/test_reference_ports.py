@@ -32,7 +32,7 @@ from code_mode import (
     Yielded,
 )
 
-from ..helpers import SAFETY, config
+from ..helpers import SAFETY, Task, config
 
 
 class FirstCloseOutcome(enum.Enum):
@@ -97,42 +97,6 @@ class BlockingNotificationDelegate:
 
 def execute_request(source: str) -> ExecuteRequest:
     return ExecuteRequest(tool_call_id="call-1", enabled_tools=[], source=source)
-
-
-class Task:
-    """A task started in a nursery whose result the test can check later."""
-
-    def __init__(self) -> None:
-        self.done = trio.Event()
-        self.result: object = None
-        self.error: BaseException | None = None
-
-    @classmethod
-    def spawn(cls, nursery: trio.Nursery, function: object, *args: object) -> Task:
-        task = cls()
-
-        async def run() -> None:
-            try:
-                task.result = await function(*args)  # type: ignore[operator]
-            except Exception as error:
-                task.error = error
-            finally:
-                task.done.set()
-
-        nursery.start_soon(run)
-        return task
-
-    async def assert_still_running(self) -> None:
-        """Once every task is blocked, the task has not finished."""
-        await trio.testing.wait_all_tasks_blocked()
-        assert not self.done.is_set()
-
-    async def wait(self) -> object:
-        with trio.fail_after(SAFETY):
-            await self.done.wait()
-        if self.error is not None:
-            raise self.error
-        return self.result
 
 
 class SessionOwner:
