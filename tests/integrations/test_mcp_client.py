@@ -40,77 +40,75 @@ def outputs(items: list[Any]) -> list[str]:
 
 @asynccontextmanager
 async def everything() -> AsyncIterator[CodeModeSession]:
+    """A session with the tools of the reference ``everything`` server, under the hang guard."""
     config = McpServerConfig(name="everything", command=node_command("mcp-server-everything"))
-    async with (
-        connect_mcp_servers([config]) as servers,
-        CodeModeSession(tools=servers.tools) as session,
-    ):
-        yield session
+    with trio.fail_after(SAFETY):
+        async with (
+            connect_mcp_servers([config]) as servers,
+            CodeModeSession(tools=servers.tools) as session,
+        ):
+            yield session
 
 
 async def test_every_tool_is_declared_with_its_schemas() -> None:
-    with trio.fail_after(SAFETY):
-        async with everything() as session:
-            names = [tool.name for tool in session.tools]
-            assert "mcp__everything__echo" in names
-            assert "mcp__everything__get-structured-content" in names
-            description = session.exec_tool.description
-            assert "Shared MCP Types:" in description
-            assert (
-                "mcp__everything__get_structured_content(args: { location: "
-                '"New York" | "Chicago" | "Los Angeles"; }): Promise<CallToolResult<{ '
-                "conditions: string; humidity: number; temperature: number; }>>;"
-            ) in description
-            assert (
-                "mcp__everything__echo(args: { message: string; }): Promise<CallToolResult>;"
-                in (description)
-            )
+    async with everything() as session:
+        names = [tool.name for tool in session.tools]
+        assert "mcp__everything__echo" in names
+        assert "mcp__everything__get-structured-content" in names
+        description = session.exec_tool.description
+        assert "Shared MCP Types:" in description
+        assert (
+            "mcp__everything__get_structured_content(args: { location: "
+            '"New York" | "Chicago" | "Los Angeles"; }): Promise<CallToolResult<{ '
+            "conditions: string; humidity: number; temperature: number; }>>;"
+        ) in description
+        assert "mcp__everything__echo(args: { message: string; }): Promise<CallToolResult>;" in (
+            description
+        )
 
 
 async def test_echo_add_structured_and_image_results() -> None:
-    with trio.fail_after(SAFETY):
-        async with everything() as session:
-            echoed = await session.exec(
-                'const r = await tools.mcp__everything__echo({message: "hi"});\n'
-                "text(JSON.stringify(r)); forward_output(r);"
-            )
-            assert outputs(echoed) == [
-                '{"content":[{"type":"text","text":"Echo: hi"}],"isError":false}',
-                "Echo: hi",
-            ]
-            added = await session.exec(
-                "const r = await tools.mcp__everything__get_sum({a: 2, b: 40});\n"
-                "text(r.content[0].text)"
-            )
-            assert outputs(added) == ["The sum of 2 and 40 is 42."]
-            structured = await session.exec(
-                "const r = await tools.mcp__everything__get_structured_content("
-                '{location: "Chicago"});\ntext(Object.keys(r.structuredContent).sort().join())'
-            )
-            assert outputs(structured) == ["conditions,humidity,temperature"]
-            pictured = await session.exec(
-                "const r = await tools.mcp__everything__get_tiny_image({});\n"
-                'image(r.content.find(block => block.type === "image"))'
-            )
-            images = [item for item in pictured if isinstance(item, Image)]
-            assert len(images) == 1 and images[0].image_url.startswith("data:image/png;base64,")
+    async with everything() as session:
+        echoed = await session.exec(
+            'const r = await tools.mcp__everything__echo({message: "hi"});\n'
+            "text(JSON.stringify(r)); forward_output(r);"
+        )
+        assert outputs(echoed) == [
+            '{"content":[{"type":"text","text":"Echo: hi"}],"isError":false}',
+            "Echo: hi",
+        ]
+        added = await session.exec(
+            "const r = await tools.mcp__everything__get_sum({a: 2, b: 40});\n"
+            "text(r.content[0].text)"
+        )
+        assert outputs(added) == ["The sum of 2 and 40 is 42."]
+        structured = await session.exec(
+            "const r = await tools.mcp__everything__get_structured_content("
+            '{location: "Chicago"});\ntext(Object.keys(r.structuredContent).sort().join())'
+        )
+        assert outputs(structured) == ["conditions,humidity,temperature"]
+        pictured = await session.exec(
+            "const r = await tools.mcp__everything__get_tiny_image({});\n"
+            'image(r.content.find(block => block.type === "image"))'
+        )
+        images = [item for item in pictured if isinstance(item, Image)]
+        assert len(images) == 1 and images[0].image_url.startswith("data:image/png;base64,")
 
 
 async def test_errors_reach_the_program() -> None:
-    with trio.fail_after(SAFETY):
-        async with everything() as session:
-            # A tool error is a result with isError (the program decides).
-            invalid = await session.exec(
-                'const r = await tools.mcp__everything__get_sum({a: "x", b: 2});\n'
-                "text(String(r.isError)); text(r.content[0].text)"
-            )
-            assert outputs(invalid)[0] == "true"
-            assert "Input validation error" in outputs(invalid)[1]
-            # So is an unknown tool, for this server.
-            ghost = await session.exec(
-                "const r = await tools.mcp__everything__echo({});\ntext(String(r.isError))"
-            )
-            assert outputs(ghost) == ["true"]
+    async with everything() as session:
+        # A tool error is a result with isError (the program decides).
+        invalid = await session.exec(
+            'const r = await tools.mcp__everything__get_sum({a: "x", b: 2});\n'
+            "text(String(r.isError)); text(r.content[0].text)"
+        )
+        assert outputs(invalid)[0] == "true"
+        assert "Input validation error" in outputs(invalid)[1]
+        # So is an unknown tool, for this server.
+        ghost = await session.exec(
+            "const r = await tools.mcp__everything__echo({});\ntext(String(r.isError))"
+        )
+        assert outputs(ghost) == ["true"]
 
 
 class SpyStream:
@@ -184,21 +182,18 @@ def server_pids(command: str) -> list[int]:
 
 async def test_a_dead_server_rejects_the_call() -> None:
     command = node_command("mcp-server-everything")
-    with trio.fail_after(SAFETY):
-        async with everything() as session:
-            started = await session.exec(
-                '// @exec: {"yield_time_ms": 300}\n'
-                "try { await tools.mcp__everything__trigger_long_running_operation("
-                "{duration: 600, steps: 2}) } catch (error) { text(String(error)) }"
-            )
-            assert started[0].text.startswith("Script running with cell ID 1")
-            pids = server_pids(command)
-            assert len(pids) == 1
-            os.kill(pids[0], signal.SIGKILL)
-            finished = await session.wait("1", yield_time_ms=20_000)
-            assert outputs(finished) == [
-                "MCP server `everything` is unavailable: Connection closed"
-            ]
+    async with everything() as session:
+        started = await session.exec(
+            '// @exec: {"yield_time_ms": 300}\n'
+            "try { await tools.mcp__everything__trigger_long_running_operation("
+            "{duration: 600, steps: 2}) } catch (error) { text(String(error)) }"
+        )
+        assert started[0].text.startswith("Script running with cell ID 1")
+        pids = server_pids(command)
+        assert len(pids) == 1
+        os.kill(pids[0], signal.SIGKILL)
+        finished = await session.wait("1", yield_time_ms=20_000)
+        assert outputs(finished) == ["MCP server `everything` is unavailable: Connection closed"]
 
 
 @pytest.fixture
