@@ -73,11 +73,16 @@ async def warm_pool(burst: int = 1) -> AsyncIterator[tuple[WarmIsolates, FakeBac
     async with trio.open_nursery() as nursery:
         warm = WarmIsolates(backend, nursery, count=1, burst=burst, limits=LIMITS)
         warm.refill()
-        await trio.testing.wait_all_tasks_blocked()
-        assert len(backend.handles) == 1
+        await assert_built(backend, 1)
         yield warm, backend
         await warm.aclose()
     assert all(handle.closed for handle in backend.handles)
+
+
+async def assert_built(backend: FakeBackend, count: int) -> None:
+    """Once every task is blocked, the backend has built ``count`` isolates in all."""
+    await trio.testing.wait_all_tasks_blocked()
+    assert len(backend.handles) == count
 
 
 async def take(warm: WarmIsolates, sink: Sink | None = None) -> IsolateHandle:
@@ -96,8 +101,7 @@ async def test_a_replacement_waits_for_the_first_evaluation_of_the_isolate_taken
         assert len(backend.handles) == 1  # the cell starts without competition
         backend.sinks[0].on_task(16, "ok", "")  # its first evaluation ended
         assert sink.tasks == [(16, "ok", "")]  # reports still reach the cell
-        await trio.testing.wait_all_tasks_blocked()
-        assert len(backend.handles) == 2
+        await assert_built(backend, 2)
         await taken.close()
 
 
@@ -107,11 +111,9 @@ async def test_a_replacement_is_built_after_the_refill_delay_at_the_latest(
     async with warm_pool() as (warm, backend):
         taken = await take(warm)  # a cell that never reports
         mock_clock.jump(REFILL_DELAY * 0.9)
-        await trio.testing.wait_all_tasks_blocked()
-        assert len(backend.handles) == 1
+        await assert_built(backend, 1)
         mock_clock.jump(REFILL_DELAY * 0.2)
-        await trio.testing.wait_all_tasks_blocked()
-        assert len(backend.handles) == 2
+        await assert_built(backend, 2)
         await taken.close()
 
 
@@ -124,8 +126,7 @@ async def test_closing_the_isolate_taken_releases_its_replacement(
         assert len(backend.handles) == 1
         await taken.close()
         assert backend.handles[0].closed
-        await trio.testing.wait_all_tasks_blocked()
-        assert len(backend.handles) == 2
+        await assert_built(backend, 2)
 
 
 async def test_a_cell_needing_an_isolate_takes_the_replacement_on_its_way(
@@ -140,8 +141,7 @@ async def test_a_cell_needing_an_isolate_takes_the_replacement_on_its_way(
         assert len(backend.handles) == 2
         backend.sinks[1].on_task(20, "ok", "")
         assert second_sink.tasks == [(20, "ok", "")]
-        await trio.testing.wait_all_tasks_blocked()
-        assert len(backend.handles) == 3  # and the second one's replacement follows
+        await assert_built(backend, 3)  # and the second one's replacement follows
         for handle in (first, second):
             await handle.close()
 
@@ -188,8 +188,7 @@ async def test_back_to_back_the_pool_builds_its_burst_at_once(
         fourth = await take(warm)  # found the last one ready: paced again, so ...
         assert len(backend.handles) == 4  # ... its replacement waits for it
         mock_clock.jump(REFILL_DELAY * 1.1)
-        await trio.testing.wait_all_tasks_blocked()
-        assert len(backend.handles) == 5  # and the pool goes back to one isolate
+        await assert_built(backend, 5)  # and the pool goes back to one isolate
         assert len(warm._ready) == 1
         for handle in (first, second, third, fourth):
             await handle.close()
