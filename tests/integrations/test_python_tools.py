@@ -60,29 +60,36 @@ class Box:
 
 UserId = NewType("UserId", str)
 
+
+def closed(properties: dict[str, Any], *required: str) -> dict[str, Any]:
+    """The schema of an object of these ``properties`` and no other."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
 OBJECT = {"type": "object"}
 NULL = {"type": "null"}
 
-POINT_INPUT = {
-    "type": "object",
-    "properties": {
+POINT_INPUT = closed(
+    {
         "x": {"type": "number"},
         "y": {"type": "number", "default": 0.0},
         "label": {"type": "string", "description": "What the point is.", "default": ""},
         "tags": {"type": "array", "items": {"type": "string"}},
     },
-    "required": ["x"],
-    "additionalProperties": False,
-}
-MOVIE = {
-    "type": "object",
-    "properties": {
+    "x",
+)
+MOVIE = closed(
+    {
         "title": {"type": "string"},
         "year": {"type": "integer", "description": "Release year."},
     },
-    "required": ["title"],
-    "additionalProperties": False,
-}
+    "title",
+)
 
 SCHEMAS: list[tuple[Any, dict[str, Any]]] = [
     (str, {"type": "string"}),
@@ -121,15 +128,13 @@ SCHEMAS: list[tuple[Any, dict[str, Any]]] = [
     (Point, POINT_INPUT),
     (
         Box,
-        {
-            "type": "object",
-            "properties": {
+        closed(
+            {
                 "width": {"type": "integer"},
                 "height": {"type": "integer", "default": 1},
             },
-            "required": ["width"],
-            "additionalProperties": False,
-        },
+            "width",
+        ),
     ),
     (UserId, {"type": "string"}),
     (Annotated[str, "A city name."], {"type": "string", "description": "A city name."}),
@@ -189,17 +194,15 @@ def test_definition_from_signature_and_docstring() -> None:
     assert definition.tool_name == ToolName("search")
     assert definition.kind is ToolKind.FUNCTION
     assert definition.description == "Search the catalogue.\n\nReturns matching titles."
-    assert definition.input_schema == {
-        "type": "object",
-        "properties": {
+    assert definition.input_schema == closed(
+        {
             "query": {"type": "string", "description": "What to look for."},
             "limit": {"type": "integer", "default": 10},
             "mode": {"type": "string", "enum": ["fast", "exact"], "default": "fast"},
             "movie": {"anyOf": [MOVIE, NULL], "default": None},
         },
-        "required": ["query"],
-        "additionalProperties": False,
-    }
+        "query",
+    )
     assert definition.output_schema == {"type": "array", "items": {"type": "string"}}
 
 
