@@ -367,24 +367,23 @@ async def test_stored_values_are_discarded_when_the_cell_is_terminated(isolation
 # setTimeout / clearTimeout
 
 
-async def test_timer_ids_count_from_one(isolation: str) -> None:
-    source = "text([setTimeout(() => {}), setTimeout(() => {}, 5), setTimeout(() => {}, 0)]);"
-    assert await run(isolation, source) == texts("[1,2,3]")
-
-
-async def test_timer_callbacks_get_no_arguments_and_undefined_this(isolation: str) -> None:
-    source = (
+#: Programs using timers, and what they show.
+TIMER_PROGRAMS = [
+    pytest.param(
+        "text([setTimeout(() => {}), setTimeout(() => {}, 5), setTimeout(() => {}, 0)]);",
+        ["[1,2,3]"],
+        id="ids-count-from-one",
+    ),
+    pytest.param(
         "await new Promise((resolve) => setTimeout(function () {\n"
         "  text(arguments.length);\n"
         "  text(this === undefined);\n"
         "  resolve();\n"
-        '}, 0, "extra", "arguments"));'
-    )
-    assert await run(isolation, source) == texts("0", "true")
-
-
-async def test_non_finite_or_negative_delays_are_zero(isolation: str) -> None:
-    source = (
+        '}, 0, "extra", "arguments"));',
+        ["0", "true"],
+        id="callbacks-get-no-arguments-and-undefined-this",
+    ),
+    pytest.param(
         'const delays = [Infinity, -Infinity, NaN, -5, undefined, "abc"];\n'
         "const fired = [];\n"
         "await new Promise((resolve) => {\n"
@@ -395,24 +394,38 @@ async def test_non_finite_or_negative_delays_are_zero(isolation: str) -> None:
         "    }, delay);\n"
         "  }\n"
         "});\n"
-        "text(fired);"
-    )
-    assert await run(isolation, source) == texts(
-        '["Infinity","-Infinity","NaN","-5","undefined","abc"]'
-    )
-
-
-async def test_set_timeout_requires_a_function(isolation: str) -> None:
-    source = (
+        "text(fired);",
+        ['["Infinity","-Infinity","NaN","-5","undefined","abc"]'],
+        id="non-finite-or-negative-delays-are-zero",
+    ),
+    pytest.param(
         'for (const value of [1, "text()", null, undefined, {}]) {\n'
         "  try { setTimeout(value, 0); } catch (e) {\n"
         "    text(typeof e);\n"
         "    text(e);\n"
         "  }\n"
-        "}"
-    )
-    message = "setTimeout expects a function callback"
-    assert await run(isolation, source) == texts(*["string", message] * 5)
+        "}",
+        ["string", "setTimeout expects a function callback"] * 5,
+        id="set-timeout-requires-a-function",
+    ),
+    pytest.param(
+        'const first = setTimeout(() => text("cleared"), 0);\n'
+        "clearTimeout(first);\n"
+        'const second = setTimeout(() => text("cleared by string id"), 0);\n'
+        "clearTimeout(String(second));\n"
+        'for (const id of [undefined, null, 999, -1, NaN, "x"]) clearTimeout(id);\n'
+        "clearTimeout();\n"
+        "await new Promise((resolve) => setTimeout(resolve, 0));\n"
+        'text("done");',
+        ["done"],
+        id="clear-timeout-cancels-a-timer",
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "expected"), TIMER_PROGRAMS)
+async def test_timers(source: str, expected: list[str], isolation: str) -> None:
+    assert await run(isolation, source) == texts(*expected)
 
 
 @pytest.mark.parametrize(
@@ -434,20 +447,6 @@ async def test_a_throwing_timer_callback_fails_the_cell(
 @pytest.mark.parametrize("delay", ["0", "10"])
 async def test_timers_never_keep_a_cell_alive(delay: str, isolation: str) -> None:
     assert await run(isolation, f'setTimeout(() => text("late"), {delay});') == texts()
-
-
-async def test_clear_timeout_cancels_a_timer(isolation: str) -> None:
-    source = (
-        'const first = setTimeout(() => text("cleared"), 0);\n'
-        "clearTimeout(first);\n"
-        'const second = setTimeout(() => text("cleared by string id"), 0);\n'
-        "clearTimeout(String(second));\n"
-        'for (const id of [undefined, null, 999, -1, NaN, "x"]) clearTimeout(id);\n'
-        "clearTimeout();\n"
-        "await new Promise((resolve) => setTimeout(resolve, 0));\n"
-        'text("done");'
-    )
-    assert await run(isolation, source) == texts("done")
 
 
 # ---------------------------------------------------------------------------------
