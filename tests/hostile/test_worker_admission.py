@@ -17,6 +17,7 @@ from ..native_child import run_child
 
 MiB = 1024 * 1024
 
+
 #: What both child scripts begin with.
 HEADER = """
 import json
@@ -36,16 +37,17 @@ def without_overcommit(processes, limit):
     )
 """
 
-ADMISSION = (
-    HEADER
-    + """
-# 56 MB of doubles on the heap, within the cell's 64 MiB limit; then wait.
-HOLD = (
+
+def child_script(program: str, main: str) -> str:
+    """A child script: ``HEADER``, ``PROGRAM`` (the JavaScript ``program``), then ``main``."""
+    return HEADER + f"PROGRAM = {program!r}\n" + main
+
+
+ADMISSION = child_script(
+    # 56 MB of doubles on the heap, within the cell's 64 MiB limit; then wait.
     "const keep = []; for (let i = 0; i < 7; i++) keep.push(new Array(1e6).fill(1.5 + i));"
-    "text('held'); await tools.hold();"
-)
-
-
+    "text('held'); await tools.hold();",
+    """
 async def main():
     config = without_overcommit(1, 640 * MiB)
     assert config.worker_memory_budget_bytes == 512 * MiB  # 5 cells of 64 + 32 MiB
@@ -55,7 +57,7 @@ async def main():
         async with SessionRuntime(tools, cell, engine=eng) as runtime:
             started, ends = [], []
             async def start():
-                s = await runtime.execute(request(HOLD, ["hold"]), PendingFrontier())
+                s = await runtime.execute(request(PROGRAM, ["hold"]), PendingFrontier())
                 first = await s.initial_event()
                 started.append(s)
                 if type(first).__name__ == "Pending":
@@ -82,7 +84,7 @@ async def main():
 
 
 trio.run(main)
-"""
+""",
 )
 
 
@@ -101,17 +103,12 @@ def test_cells_within_their_limits_no_longer_take_the_worker_past_its_own() -> N
     assert outcome["peak"] < 640 * MiB, outcome
 
 
-CULPRIT = (
-    HEADER
-    + """
-# 160 MB on the heap and 170 MB of ArrayBuffer: each within the 192 MiB limit, together
-# (with the worker's own memory) past the worker's 384 MiB; then it spins.
-CULPRIT = (
+CULPRIT = child_script(
+    # 160 MB on the heap and 170 MB of ArrayBuffer: each within the 192 MiB limit,
+    # together (with the worker's own memory) past the worker's 384 MiB; then it spins.
     "const keep = []; for (let i = 0; i < 20; i++) keep.push(new Array(1e6).fill(1.5 + i));"
-    "const b = new Uint8Array(170e6); b.fill(1); for (;;) {}"
-)
-
-
+    "const b = new Uint8Array(170e6); b.fill(1); for (;;) {}",
+    """
 async def main():
     config = without_overcommit(2, 384 * MiB)
     async with Engine(config) as eng:
@@ -129,7 +126,7 @@ async def main():
             b._seat._seat.place = a._seat._seat.place
             a._seat._seat.place.seats[b._seat._seat] = 0
             shared = a._seat.worker_pid()
-            sb = await b.execute(request(CULPRIT), YieldAfter(120))
+            sb = await b.execute(request(PROGRAM), YieldAfter(120))
             end_b = await sb.initial_event()
             a_tools.release("hold")
             end_a = await a.observe(sa.cell_id, YieldAfter(60))
@@ -146,7 +143,7 @@ async def main():
 
 
 trio.run(main)
-"""
+""",
 )
 
 
