@@ -78,15 +78,15 @@ def js_nested(depth: int) -> str:
 
 # -- memory_limit_bytes ------------------------------------------------------------------
 
+MEMORY_LIMIT_32_MIB = (
+    "exec cell exceeded its memory limit of 33554432 bytes (RuntimeConfig.memory_limit_bytes)"
+)
+
 
 async def test_memory_limit(isolation: str) -> None:
     async with limited(isolation, memory_limit_bytes=32 * MiB) as runtime:
         event = await run_cell(runtime, "const a = []; for (;;) a.push({ n: a.length });")
-        assert event == Completed(
-            [],
-            error_text="exec cell exceeded its memory limit of 33554432 bytes "
-            "(RuntimeConfig.memory_limit_bytes)",
-        )
+        assert event == Completed([], error_text=MEMORY_LIMIT_32_MIB)
         await assert_carries_on(runtime)
         # Below the limit, the same kind of program runs fine.
         event = await run_cell(
@@ -101,11 +101,7 @@ async def test_output_before_a_memory_limit_breach_is_kept(isolation: str) -> No
         event = await run_cell(
             runtime, 'text("start"); const a = []; for (;;) a.push({ n: a.length });'
         )
-        assert event == Completed(
-            [Text("start")],
-            error_text="exec cell exceeded its memory limit of 33554432 bytes "
-            "(RuntimeConfig.memory_limit_bytes)",
-        )
+        assert event == Completed([Text("start")], error_text=MEMORY_LIMIT_32_MIB)
 
 
 async def test_the_default_memory_limit_stops_a_bomb(isolation: str) -> None:
@@ -125,10 +121,7 @@ async def test_the_default_memory_limit_stops_a_bomb(isolation: str) -> None:
 
 # -- memory_limit_bytes: ArrayBuffer memory (js/buffers.js) ---------------------------------
 
-BUFFER_LIMIT_32_MIB = (
-    "exec cell exceeded its memory limit of 33554432 bytes "
-    "(RuntimeConfig.memory_limit_bytes) in ArrayBuffer memory"
-)
+BUFFER_LIMIT_32_MIB = MEMORY_LIMIT_32_MIB + " in ArrayBuffer memory"
 
 
 def js(source: str) -> str:
