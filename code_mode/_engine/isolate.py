@@ -23,7 +23,7 @@ import logging
 import random
 import re
 from collections import deque
-from typing import Any, Protocol
+from typing import Any
 
 import trio
 
@@ -45,6 +45,7 @@ from ._backlog import ReportBacklog, parse_batch
 from ._bridge import (
     ClockRead,
     EngineEvent,
+    EngineListener,
     Finished,
     MessageValidator,
     Output,
@@ -113,16 +114,6 @@ def _escape_lone_surrogates(commands: str) -> str:
     except UnicodeEncodeError:
         return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", commands)
     return commands
-
-
-class EngineListener(Protocol):
-    """Receives what an isolate reports. Every method runs on the trio thread."""
-
-    def on_engine_event(self, event: EngineEvent) -> None: ...
-
-    def on_engine_idle(self) -> None: ...
-
-    def on_engine_failure(self, message: str) -> None: ...
 
 
 class Isolate(ReportBacklog, IsolateRecovery):

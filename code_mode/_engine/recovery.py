@@ -20,13 +20,12 @@ import trio
 from .._config import RuntimeConfig
 from .._resumption import Resumption
 from .._v8 import IsolateLimits, IsolateUnavailable
-from ._bridge import EngineEvent, MessageValidator, ToolCallRequested, dumps
+from ._bridge import EngineEvent, EngineListener, MessageValidator, ToolCallRequested, dumps
 from .journal import Journal
 from .resume import DurableGate, ResumePlan, Verdict
 
 if TYPE_CHECKING:
     from ._backend import IsolateHandle, IsolateSink, IsolateSource
-    from .isolate import EngineListener
 
 __all__ = ["MAX_REPLAYS", "IsolateRecovery"]
 

@@ -30,10 +30,10 @@ from typing import Final
 
 import trio
 
+from .. import StartedCell
 from .._delegate import ExecuteRequest
 from .._errors import MissingCell
 from .._resumption import Resumption
-from .._session_runtime import StartedCell
 from .._types import CellEvent, CellId, Completed, Pending, Terminated, YieldAfter, Yielded
 from .cell_events import encode_end, encode_output
 from .journal_copy import StoreMirror, read_copy
