@@ -8,6 +8,7 @@ from typing import Protocol
 
 import attrs
 
+from ._resumption import JournalMirror, Resumption
 from ._types import JSON, CellId, NestedToolCall, ToolDefinition
 
 
@@ -47,7 +48,13 @@ class ExecuteRequest:
     into (its tool calls, notifications and ``cell_closed``), kept by the cell until
     it is closed, whatever later cells use; ``None`` for the session's. The runtime
     holds no reference to it once the cell is closed. Not compared: two requests
-    that differ only in their delegate are equal."""
+    that differ only in their delegate are equal.
+
+    ``journal_mirror``: where the cell's journal is copied as it grows, so that another
+    host can resume the cell if this one dies (a stateless MCP server sets it; see
+    :mod:`code_mode._resumption`). ``resume``: run no new program but take over one
+    another host ran, from such a copy (``source`` and ``enabled_tools`` must be the
+    ones it ran with). Neither is compared."""
 
     tool_call_id: str
     enabled_tools: list[ToolDefinition]
@@ -55,6 +62,10 @@ class ExecuteRequest:
     delegate: SessionRuntimeDelegate | None = attrs.field(
         default=None, eq=False, repr=False, kw_only=True
     )
+    journal_mirror: JournalMirror | None = attrs.field(
+        default=None, eq=False, repr=False, kw_only=True
+    )
+    resume: Resumption | None = attrs.field(default=None, eq=False, repr=False, kw_only=True)
 
 
 def describe_exception(error: BaseException) -> str:

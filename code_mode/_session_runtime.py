@@ -45,6 +45,7 @@ from ._config import RuntimeConfig
 from ._delegate import ExecuteRequest, SessionRuntimeDelegate, describe_exception
 from ._engine import Engine, SessionSeat, default_engine
 from ._errors import DuplicateCell, MissingCell, ShuttingDown
+from ._resumption import JournalMirror
 from ._types import CellEvent, CellId, Completed, ObserveMode
 
 __all__ = ["PendingEvent", "SessionRuntime", "StartedCell", "open_session_runtime"]
@@ -151,6 +152,9 @@ class SessionRuntime:
         self._stored_units: dict[str, int] = {}  # key -> UTF-16 units of key and text
         self._stored_json = "{}"  # the members joined, as the start command carries it
         self._ids = itertools.count(1)
+        #: Gives each new cell a journal mirror (or None): see ``ExecuteRequest``.
+        self.journal_mirrors: Callable[[CellId, ExecuteRequest], JournalMirror | None] | None
+        self.journal_mirrors = None
         self._phase = _Phase.NEW
         self._exit_stack: AsyncExitStack | None = None
         self._nursery: trio.Nursery | None = None
@@ -292,6 +296,10 @@ class SessionRuntime:
                 raise ShuttingDown()
             if cell_id in self._registry:
                 raise DuplicateCell(cell_id)
+            if request.journal_mirror is None and self.journal_mirrors is not None:
+                mirror = self.journal_mirrors(cell_id, request)
+                if mirror is not None:
+                    request = attrs.evolve(request, journal_mirror=mirror)
             cell = Cell(cell_id, request, self._host)
             observer = cell.admit(initial_mode)
             self._registry[cell_id] = cell
@@ -326,6 +334,13 @@ class SessionRuntime:
         else:
             await trio.lowlevel.checkpoint_if_cancelled()
             lock.acquire_nowait()
+
+    def output_handed(self, cell_id: CellId) -> int:
+        """How many output items of the live cell ``cell_id`` observers have been
+        handed (0 for a cell that is not live). A stateless server records it with the
+        cell's journal, so that a host resuming the cell hands on only the rest."""
+        cell = self._cell(cell_id)
+        return 0 if cell is None else cell.output_handed
 
     def _cell(self, cell_id: CellId) -> Cell | None:
         """The live cell ``cell_id``, if any (a seam for tests)."""

@@ -174,6 +174,11 @@ class ToolDefinition:
     kind: ToolKind
     input_schema: dict[str, Any] | None = None
     output_schema: dict[str, Any] | None = None
+    idempotent: bool = attrs.field(default=True, kw_only=True)
+    """Whether a call may run twice with the same effect. A call in flight when the
+    server running its cell died runs again when another server resumes the cell
+    (stateless MCP); a tool that says ``False`` is never run twice: such a cell then
+    fails with a clear message instead."""
     input_schema_max_bytes: int | None = attrs.field(default=None, kw_only=True)
     """How long the rendered TypeScript of ``input_schema`` may be before the ``exec``
     description shows ``unknown`` instead: the larger of this and 16 000 (the

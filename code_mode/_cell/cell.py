@@ -118,6 +118,11 @@ class Cell(CellEnding):
         return self._state.phase
 
     @property
+    def output_handed(self) -> int:
+        """Output items handed to observers so far."""
+        return self._output.taken
+
+    @property
     def result_pending(self) -> bool:
         """Whether the program's final result has yet to reach anyone: it runs, it is
         being terminated, or it finished and nobody has observed that yet."""

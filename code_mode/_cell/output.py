@@ -23,6 +23,9 @@ class OutputBuffer:
         self.items: list[OutputItem] = []
         self._bytes = 0
         self._initial_yield: list[OutputItem] | None = None
+        #: Items handed to observers so far (a stateless server records it, so that a
+        #: cell resumed elsewhere does not hand them again).
+        self.taken = 0
 
     def add(self, item: OutputItem, size: int) -> str | None:
         """Keep ``item`` (``size`` bytes); the limit it broke, if it broke one."""
@@ -44,6 +47,7 @@ class OutputBuffer:
         """The buffer, emptied (the initial yield stays)."""
         items, self.items = self.items, []
         self._bytes = 0
+        self.taken += len(items)
         return items
 
     def take_all(self) -> list[OutputItem]:
@@ -59,6 +63,7 @@ class OutputBuffer:
     def take_initial_yield(self) -> list[OutputItem] | None:
         """The initial yield, if there is one, and forget it."""
         items, self._initial_yield = self._initial_yield, None
+        self.taken += len(items or ())
         return items
 
     def _take_initial_yield(self) -> list[OutputItem]:

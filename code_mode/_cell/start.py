@@ -85,7 +85,7 @@ class CellStart:
         payload = self._check_request()
         if self.error is not None:
             return False
-        isolate = Isolate(self._backend, self._config, nursery=self._nursery)
+        isolate = self._new_isolate()
         try:
             if not isolate.take_ready():
                 return False
@@ -110,7 +110,7 @@ class CellStart:
         isolate: Isolate | None = None
         failure: RuntimeFailure | None = None
         if self.error is None:
-            isolate = Isolate(self._backend, self._config, nursery=self._nursery)
+            isolate = self._new_isolate()
             with self._scope:
                 try:
                     await isolate.create()
@@ -135,17 +135,32 @@ class CellStart:
     ) -> Exception | None:
         """Post the start command; the error if that failed (the isolate is then the
         caller's to close)."""
+        resume = self._request.resume
         try:
-            isolate.start(
-                self._listener,
-                source=self._request.source,
-                tools=payload,
-                stored_json=stored_json,
-            )
+            if resume is None:
+                isolate.start(
+                    self._listener,
+                    source=self._request.source,
+                    tools=payload,
+                    stored_json=stored_json,
+                )
+            else:
+                not_idempotent = [i for i, tool in self.tools.items() if not tool.idempotent]
+                isolate.resume(
+                    self._listener,
+                    source=self._request.source,
+                    tools=payload,
+                    resumption=resume,
+                    not_idempotent=frozenset(not_idempotent),
+                )
         except Exception as error:
             return error
         self._on_started(isolate)
         return None
+
+    def _new_isolate(self) -> Isolate:
+        mirror = self._request.journal_mirror
+        return Isolate(self._backend, self._config, nursery=self._nursery, mirror=mirror)
 
     async def _close_failed(self, isolate: Isolate, error: Exception) -> bool:
         # Never leave an isolate behind for a cell that was not admitted.

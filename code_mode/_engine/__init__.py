@@ -25,6 +25,7 @@ from ._backend import IsolateSource
 from ._bridge import (
     BufferMemoryExceeded,
     EngineEvent,
+    EngineListener,
     Finished,
     HeapMemoryExceeded,
     Notify,
@@ -41,7 +42,7 @@ from ._decode import INLINE_BATCH_CHARS, text_depth_exceeds
 from ._default import default_engine
 from .config import EngineConfig
 from .engine import Engine, SessionSeat
-from .isolate import EngineListener, Isolate
+from .isolate import Isolate
 
 __all__ = [
     "INLINE_BATCH_CHARS",

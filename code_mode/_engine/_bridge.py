@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any, Final, NoReturn, TypeAlias
+from typing import Any, Final, NoReturn, Protocol, TypeAlias
 
 import attrs
 
@@ -120,6 +120,16 @@ EngineEvent: TypeAlias = (
     | Finished
     | ClockRead
 )
+
+
+class EngineListener(Protocol):
+    """Receives what an isolate reports. Every method runs on the trio thread."""
+
+    def on_engine_event(self, event: EngineEvent) -> None: ...
+
+    def on_engine_idle(self) -> None: ...
+
+    def on_engine_failure(self, message: str) -> None: ...
 
 
 def json_depth_exceeds(value: JSON, limit: int) -> bool:

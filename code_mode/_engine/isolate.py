@@ -23,11 +23,12 @@ import logging
 import random
 import re
 from collections import deque
-from typing import Any, Protocol
+from typing import Any
 
 import trio
 
 from .._config import RuntimeConfig
+from .._resumption import JournalMirror
 from .._v8 import (
     DRAIN,
     FIRST_PROGRAM_TAG,
@@ -37,14 +38,14 @@ from .._v8 import (
     TASK_OOM,
     TASK_TERMINATED,
     IsolateLimits,
-    IsolateUnavailable,
     Outcome,
 )
-from ._backend import IsolateHandle, IsolateSource
+from ._backend import IsolateHandle, IsolateSink, IsolateSource
 from ._backlog import ReportBacklog, parse_batch
 from ._bridge import (
     ClockRead,
     EngineEvent,
+    EngineListener,
     Finished,
     MessageValidator,
     Output,
@@ -55,6 +56,8 @@ from ._decode import decode_inline
 from ._module_source import module_source
 from ._syntax_error import syntax_error_text
 from .journal import Journal
+from .recovery import IsolateRecovery
+from .resume import DurableGate, ResumePlan
 
 #: Requests (a command batch and its probe) the isolate may have queued at once. Two,
 #: so that a tool result goes out while the probe of the batch that led to the call is
@@ -68,10 +71,6 @@ MAX_POSTS_IN_FLIGHT = 2
 #: sent, after its JavaScript was interrupted. A program spinning in its microtask
 #: queue never answers; it is then torn down without that last output.
 DRAIN_TIMEOUT = 0.05
-
-#: Times one cell may be replayed after its worker died: a program that keeps landing
-#: on dying workers is not resumed forever.
-MAX_REPLAYS = 3
 
 logger = logging.getLogger("code_mode.engine")
 
@@ -117,17 +116,7 @@ def _escape_lone_surrogates(commands: str) -> str:
     return commands
 
 
-class EngineListener(Protocol):
-    """Receives what an isolate reports. Every method runs on the trio thread."""
-
-    def on_engine_event(self, event: EngineEvent) -> None: ...
-
-    def on_engine_idle(self) -> None: ...
-
-    def on_engine_failure(self, message: str) -> None: ...
-
-
-class Isolate(ReportBacklog):
+class Isolate(ReportBacklog, IsolateRecovery):
     """One V8 isolate running one program, seen from trio."""
 
     def __init__(
@@ -136,6 +125,7 @@ class Isolate(ReportBacklog):
         config: RuntimeConfig,
         *,
         nursery: trio.Nursery | None = None,
+        mirror: JournalMirror | None = None,
     ) -> None:
         self._backend = backend
         self._config = config
@@ -143,8 +133,19 @@ class Isolate(ReportBacklog):
         # Replay (see journal.py): only where a worker process can die under a cell
         # that lives on, and with a nursery to rebuild the isolate in.
         self._nursery = nursery
-        replays = nursery is not None and bool(getattr(backend, "replays_cells", False))
-        self._journal = Journal(config.max_journal_chars) if replays else None
+        # A mirrored journal (resume.py) lets another host resume the cell: what it
+        # copies is made durable before the isolate or a tool acts on it (the gate).
+        self._replays_here = nursery is not None and bool(getattr(backend, "replays_cells", False))
+        journaled = self._replays_here or (nursery is not None and mirror is not None)
+        self._journal = Journal(config.max_journal_chars, mirror) if journaled else None
+        self._gate = (
+            DurableGate(mirror, nursery, self._after_post)
+            if mirror is not None and nursery is not None
+            else None
+        )
+        self._plan: ResumePlan | None = None  # resuming another host's cell
+        self._batches_posted = 0  # batches journaled (a held one may be replayed meanwhile)
+        self._replay_horizon = 0  # batches a replay has posted again
         self._recovery: trio.CancelScope | None = None  # a replay being set up
         self._replay_tag = -1  # the last probe of a replay's batches
         self._replays = 0
@@ -193,6 +194,9 @@ class Isolate(ReportBacklog):
         self._clean = False
         self._native.post(code, tag)
         return tag
+
+    def _sink(self) -> IsolateSink:
+        return self
 
     def _post_with_probe(self, code: str) -> None:
         """Post ``code`` quietly, with the probe (tag + 1) queued right behind it, in
@@ -311,6 +315,8 @@ class Isolate(ReportBacklog):
         """Free the isolate (stops any JavaScript still running, joins its thread)."""
         native, self._native = self._native, None
         self._closed = True
+        if self._gate is not None:
+            self._gate.close()
         if self._recovery is not None:
             self._recovery.cancel()
             self._recovery = None
@@ -329,7 +335,12 @@ class Isolate(ReportBacklog):
     @property
     def idle(self) -> bool:
         """No command is queued or being processed: the program is waiting."""
-        return not self._in_flight and not self._outbox and self._recovery is None
+        return (
+            not self._in_flight
+            and not self._outbox
+            and self._recovery is None
+            and not (self._gate is not None and self._gate.holding)
+        )
 
     # -- commands ------------------------------------------------------------------
 
@@ -367,12 +378,28 @@ class Isolate(ReportBacklog):
         if not self._outbox or native is None or self._terminating or self._failed:
             self._outbox.clear()
             return
+        if self._gate is not None and self._gate.holding:
+            return  # goes once what is held has gone (_post_durable), with what came since
         batch = _escape_lone_surrogates("[" + ",".join(self._outbox) + "]")
         self._outbox.clear()
         if self._journal is not None:
             self._journal.posted(batch)
         # The command's success is implied by the probe's, which the isolate runs
         # next, after draining microtasks: one report per batch instead of two.
+        if self._gate is None:
+            self._post_with_probe(batch)
+            return
+        sequence = self._batches_posted
+        self._batches_posted += 1
+        self._gate.after_durable(functools.partial(self._post_durable, batch, sequence))
+
+    def _post_durable(self, batch: str, sequence: int) -> None:
+        """Post a batch held until its journal record was durable (resume.py); not if
+        a replay posted it meanwhile, or there is nothing to post it to any more."""
+        if sequence < self._replay_horizon or self._recovery is not None:
+            return
+        if self._native is None or self._closed or self._terminating or self._failed:
+            return
         self._post_with_probe(batch)
 
     # -- IsolateSink: reports from the isolate (on the trio thread) ----------------
@@ -414,86 +441,11 @@ class Isolate(ReportBacklog):
             self._fail(message)
         self._native = None  # nothing left to cancel or close
 
-    # -- replay (see journal.py) ---------------------------------------------------
-
     def _new_validator(self) -> MessageValidator:
         return MessageValidator(
             tool_kinds=self._tool_kinds,
             max_json_depth=self._config.max_json_depth,
             max_host_bytes=self._config.max_tool_input_bytes,
-        )
-
-    def _can_replay(self, running: bool) -> bool:
-        """Whether a worker's death under this isolate is survived by a replay: the
-        journal holds everything, and the program did not kill the worker it had to
-        itself (replayed alone, and running JavaScript when that worker died too; one
-        that was waiting there was ended from outside, and is replayed again)."""
-        journal = self._journal
-        return (
-            journal is not None
-            and journal.usable
-            and bool(journal.batches)
-            and not (self._alone and running)
-            and self._replays < MAX_REPLAYS
-            and self._listener is not None
-        )
-
-    def _replay(self, message: str, *, alone: bool) -> None:
-        """Rebuild the isolate and replay the journal into it. A program that was
-        running JavaScript when its worker died may have caused the death: it is
-        replayed *alone*, on a worker process of its own, so that if it was the
-        cause, it takes no other cell with it the second time (then it fails)."""
-        assert self._nursery is not None
-        self._replays += 1
-        self._alone = alone
-        self._recovery = trio.CancelScope()
-        self._nursery.start_soon(self._recover, message, self._recovery)
-
-    async def _recover(self, message: str, scope: trio.CancelScope) -> None:
-        """A new isolate, fed the journal's batches (see journal.py)."""
-        journal = self._journal
-        assert journal is not None
-        native = None
-        with scope:
-            create = self._backend.create_isolate
-            if self._alone:
-                create = getattr(self._backend, "create_isolate_alone", create)
-            # A worker may die while the new isolate is being made on it (another
-            # kill, the same cause): try again, a few times.
-            for attempt in range(MAX_REPLAYS):
-                try:
-                    native = await create(self, self._limits)
-                    break
-                except IsolateUnavailable as error:
-                    if attempt + 1 < MAX_REPLAYS:
-                        continue
-                    if self._recovery is scope:
-                        self._recovery = None
-                        self._fail(f"{message}; it could not be resumed on another worker: {error}")
-                    return
-        if native is None or scope.cancelled_caught or self._recovery is not scope:
-            if native is not None:
-                await native.close()
-            return
-        self._recovery = None
-        self._native = native
-        self._validator = self._new_validator()
-        journal.begin_replay()
-        clock = journal.clock_readings
-        if clock:
-            self._post_with_probe('[{"t":"replay","clock":' + dumps(clock) + "}]")
-        for batch in journal.batches:
-            self._post_with_probe(batch)
-        self._replay_tag = self._next_tag - 1
-        logger.warning(
-            "exec cell resumed on %s worker process (replay %d of %d, %d batches, "
-            "%d events) after: %s",
-            "a new, unshared" if self._alone else "another",
-            self._replays,
-            MAX_REPLAYS,
-            len(journal.batches),
-            journal.events,
-            message,
         )
 
     def _wants_batch(self) -> bool:
@@ -539,6 +491,10 @@ class Isolate(ReportBacklog):
                         "FinalizationRegistry cannot be replayed)"
                     )
                     return
+            if self._plan is not None or self._gate is not None:
+                if not self._act_durably(event):
+                    return
+                continue
             listener.on_engine_event(event)
         if violation is not None and not self._closed:
             self._fail(f"exec runtime sent an invalid message: {violation}")
@@ -582,6 +538,12 @@ class Isolate(ReportBacklog):
         assert outcome == TASK_OK
         if tag == self._replay_tag:
             self._replay_tag = -1  # every batch of the replay has run
+            self._plan = None  # and what it reports from now on is new
+        self._after_post()
+
+    def _after_post(self) -> None:
+        if self._closed or self._failed or self._terminating:
+            return
         if self._outbox and len(self._in_flight) < MAX_POSTS_IN_FLIGHT:
             self._post_outbox()
         elif self.idle and self._replay_tag < 0 and self._listener is not None:
@@ -590,6 +552,8 @@ class Isolate(ReportBacklog):
     def _fail(self, message: str) -> None:
         self._failed = True
         self._outbox.clear()
+        if self._gate is not None:
+            self._gate.close()
         if self._native is not None:
             self._cancel_all(self._native)
         if self._listener is not None:

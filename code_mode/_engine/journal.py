@@ -26,13 +26,22 @@ something the journal does not hold, such as garbage-collection timing through
 
 The journal is bounded (``RuntimeConfig.max_journal_chars``): a cell whose inputs
 pass the bound stops recording, and its worker's death then ends it as before.
+
+A journal may also be *mirrored* (:class:`~.resume.JournalMirror`): each batch and
+clock reading copied, as it is recorded, to a store outside the host, so that another
+host can resume the cell when this one dies (:mod:`.resume`).
 """
 
 from __future__ import annotations
 
+import json
 from array import array
+from typing import TYPE_CHECKING
 
 from ._bridge import EngineEvent, Finished, Output, TimerCleared, TimerSet, ToolCallRequested
+
+if TYPE_CHECKING:
+    from .._resumption import JournalMirror, Resumption
 
 __all__ = ["Journal", "fingerprint"]
 
@@ -59,10 +68,21 @@ def fingerprint(event: EngineEvent) -> int:
 class Journal:
     """What entered one isolate, and what it reported (see the module)."""
 
-    __slots__ = ("_clock", "_limit", "_position", "_prints", "batches", "chars", "usable")
+    __slots__ = (
+        "_clock",
+        "_limit",
+        "_position",
+        "_prints",
+        "batches",
+        "chars",
+        "mirror",
+        "usable",
+    )
 
-    def __init__(self, limit_chars: int) -> None:
+    def __init__(self, limit_chars: int, mirror: JournalMirror | None = None) -> None:
         self._limit = limit_chars
+        #: Where each batch and clock reading is copied as it is recorded (see resume.py).
+        self.mirror = mirror
         #: Every batch posted to the isolate, in order (the start command's first).
         self.batches: list[str] = []
         self._clock: list[float] = []
@@ -71,6 +91,8 @@ class Journal:
         self.chars = 0
         #: False once the journal passed its limit: the cell cannot be replayed.
         self.usable = limit_chars > 0
+        if mirror is not None and not self.usable:
+            mirror.record("unusable", "")
         #: Events of the replay checked so far (None: not replaying).
         self._position: int | None = None
 
@@ -83,17 +105,29 @@ class Journal:
             self.batches = []
             self._clock = []
             self._prints = array("q")
+            if self.mirror is not None:
+                self.mirror.record("unusable", "")
         return self.usable
 
     def posted(self, batch: str) -> None:
         """``batch`` went to the isolate."""
         if self.usable and self._grow(len(batch)):
             self.batches.append(batch)
+            if self.mirror is not None:
+                self.mirror.record("batch", batch)
 
     def clock(self, values: tuple[float, ...]) -> None:
         """The program read the clock (live, not from a replay)."""
         if self.usable and self._grow(24 * len(values)):
             self._clock.extend(values)
+            if self.mirror is not None:
+                self.mirror.record("clock", json.dumps(values))
+
+    def restore(self, resumption: Resumption) -> None:
+        """Start from what another host recorded (already mirrored: not copied again)."""
+        self.batches = list(resumption.batches)
+        self._clock = list(resumption.clock)
+        self._grow(sum(map(len, self.batches)) + 24 * len(self._clock))
 
     @property
     def clock_readings(self) -> list[float]:

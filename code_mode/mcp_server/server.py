@@ -199,15 +199,21 @@ class CodeModeMcpServer:
         session). Returns once every session is closed, or at
         ``limits.drain_deadline``: then the programs still running are terminated, a
         call waiting on one gets ``Script terminated`` and a text saying why. Before
-        returning it lets the responses in flight be sent (up to 5 seconds)."""
+        returning it lets the responses in flight be sent (up to 5 seconds).
+
+        With a shared store, the cells of stateless clients do not wait for the
+        deadline: they are handed over (stopped here, their journals in the store, this
+        server retired from its registry) and another server resumes them at once."""
         self._draining = True
         pool = self._pool
         if pool is not None:
             pool.draining = True
             deadline = self._limits.drain_deadline
             with trio.move_on_after(deadline) as waiting:
+                # Stateless cells go to another server at once (with a shared store).
+                await self._stateless.cells.hand_over()
                 await pool.settle()
-                await self._stateless.settle()  # stateless ends still to be collected
+                await self._stateless.cells.settle()  # stateless ends still to be collected
             if waiting.cancelled_caught:
                 logger.info(
                     "drain deadline of %g s passed: terminating %d sessions", deadline, len(pool)
@@ -275,14 +281,17 @@ class CodeModeMcpServer:
 
     @asynccontextmanager
     async def _lifespan(self, _server: Server[SessionPool]) -> AsyncIterator[SessionPool]:
+        cells = self._stateless.cells
         async with (
-            self._stateless.running(),
+            cells.running(),
             open_session_pool(self._open_session, self._limits, draining=self._draining) as pool,
         ):
             self._pool = pool
+            cells.serve(pool)  # where cells taken over from a stopped server run
             try:
                 yield pool
             finally:
+                cells.serve(None)
                 self._pool = None
 
     def _open_session(self, entry: SessionEntry) -> CodeModeSession:

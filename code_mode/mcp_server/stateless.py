@@ -49,8 +49,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import Any, Final
 
 import mcp.types as types
@@ -58,17 +58,15 @@ import trio
 from mcp.server import ServerRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from .._errors import MissingCell
+from .._delegate import ExecuteRequest
 from .._facade import resolve_yield_time_ms
 from .._types import (
     CellEvent,
     CellId,
     Completed,
     OutputItem,
-    Pending,
     Terminated,
     Text,
-    YieldAfter,
     Yielded,
 )
 from ..model_tools.adapters import (
@@ -79,10 +77,12 @@ from ..model_tools.adapters import (
     wait_arguments_from_call,
 )
 from ..model_tools.formatting import format_result, is_error_result
-from .cell_events import decode_event, encode_end, encode_output
+from .cell_events import decode_event
 from .client_timeouts import with_progress
+from .journal_copy import StoreMirror
 from .refusals import NO_NEW_PROGRAMS
-from .sessions import Refused, SessionEntry, SessionPool, serve_call
+from .sessions import Refused, SessionPool, serve_call
+from .stateless_cells import RunningCells
 from .store import Store, StoreError, is_handle, missing_cell, new_handle
 
 __all__ = [
@@ -106,19 +106,12 @@ SESSION_SENTENCE: Final = (
 )
 """The one sentence the stateless ``exec`` description adds."""
 
-PUMP_PERIOD: Final = 0.25
-"""Seconds between two appends of a running cell's new output to the store (its end
-is appended at once)."""
-
-_PRUNE_AT: Final = 1024
-_RETRY: Final = 0.5  # seconds before a store operation of a background task is retried
 _TERMINATE_BOUND: Final = 30.0  # seconds a terminating wait waits for the cell's end
 
-_LOST: Final = Completed(
-    [],
-    "the code mode server running this program stopped before the program ended (its "
-    "process died); the program is lost: its output up to then is above, the stored "
-    "values of its session are kept (those it was about to write are not)",
+#: The journal mirrors made for the cells of the ``exec`` call running in this context
+#: (one, or none for a cell refused before it started), see ``_run_exec``.
+_EXEC_MIRRORS: ContextVar[list[StoreMirror] | None] = ContextVar(
+    "code_mode_exec_mirrors", default=None
 )
 
 _RUNNING: Final = re.compile(r"Script running with cell ID (\S+)\n")
@@ -160,7 +153,7 @@ class StatelessCalls:
     """Serves the ``exec`` and ``wait`` calls of the stateless revision with the state
     in ``store`` (see the module documentation). ``server`` names this server in the
     store's cell registry; ``max_yield_time_ms`` caps a ``wait`` as it caps a session's.
-    :meth:`running` holds the server's background work (commands, heartbeats)."""
+    :attr:`cells` runs the cells it hands back running (:mod:`.stateless_cells`)."""
 
     def __init__(
         self, store: Store, server: str, max_yield_time_ms: int | None, *, local: bool = False
@@ -168,52 +161,16 @@ class StatelessCalls:
         self._store = store
         self._server = server
         self._max_yield_time_ms = max_yield_time_ms
-        # A store in this process (memory://) ends with it: a draining server waits for
-        # the ends it holds to be collected, as it does for stateful sessions.
-        self._local = local
-        self._uncollected: set[str] = set()
-        self._collected = trio.Event()
-        self._prune_at = _PRUNE_AT  # uncollected ends past which expired ones are dropped
-        # Cells this server pumps: handle -> (their session entry, the session's own id).
-        self._pumped: dict[str, tuple[SessionEntry, CellId]] = {}
+        self._cells = RunningCells(store, server, local=local, save=self._save)
 
     @property
     def server(self) -> str:
         return self._server
 
     @property
-    def pumped(self) -> int:
-        """Cells running on this server for stateless clients."""
-        return len(self._pumped)
-
-    async def settle(self) -> None:
-        """Return once no cell's end kept in a local store waits to be collected
-        (a drain waits for this; at once with a shared store, which outlives the
-        server). A cell whose record expired meanwhile no longer counts."""
-        while self._uncollected:
-            await self._prune()
-            if self._uncollected:
-                with trio.move_on_after(1.0):
-                    await self._collected.wait()
-                self._collected = trio.Event()
-
-    async def _prune(self) -> None:
-        """Forget the uncollected ends whose cell expired from the store."""
-        for handle in list(self._uncollected):
-            if await self._store.cell(handle) is None:
-                self._uncollected.discard(handle)
-
-    @asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
-        """The server's heartbeat and its command loop, for the block."""
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._heartbeats)
-            nursery.start_soon(self._commands)
-            nursery.start_soon(self._reaper)
-            try:
-                yield
-            finally:
-                nursery.cancel_scope.cancel()
+    def cells(self) -> RunningCells:
+        """The cells this server runs for stateless clients (:mod:`.stateless_cells`)."""
+        return self._cells
 
     async def call(
         self,
@@ -280,7 +237,14 @@ class StatelessCalls:
             runtime = entry.session.runtime
             if runtime.stored_values != values:  # changed on another server since
                 runtime.replace_stored_values(values)
-            items = await serve_call(entry, ctx, EXEC_TOOL_NAME, program)
+            mirrors: list[StoreMirror] = []
+            if self._cells.copies_journals:
+                runtime.journal_mirrors = self._mirror_for
+            token = _EXEC_MIRRORS.set(mirrors)
+            try:
+                items = await serve_call(entry, ctx, EXEC_TOOL_NAME, program)
+            finally:
+                _EXEC_MIRRORS.reset(token)
             header = items[0]
             assert isinstance(header, Text)
             running = _RUNNING.match(header.text)
@@ -289,143 +253,30 @@ class StatelessCalls:
                 return items
             handle = await self._store.register_cell(key, self._server)
             local = CellId(running.group(1))
-            self._pumped[handle] = (entry, local)
-            # Started (holding the session) before this exec lets go of it.
-            await entry.calls.start(self._pump, pool, key, handle, local, values)
+            mirror = mirrors[0] if mirrors else None
+            # Started (holding the session) before this exec lets go of it; what the
+            # exec call handed back is counted now, before the pump takes more.
+            handed = runtime.output_handed(local)
+            await entry.calls.start(
+                self._cells.pump, pool, entry, handle, local, values, mirror, handed
+            )
             text = header.text.replace(running.group(0), f"Script running with cell ID {handle}\n")
             return [Text(text), *items[1:]]
+
+    def _mirror_for(self, cell_id: CellId, request: ExecuteRequest) -> StoreMirror | None:
+        """A journal copy for a cell started by the ``exec`` call of this context."""
+        mirrors = _EXEC_MIRRORS.get()
+        if mirrors is None:
+            return None
+        mirror = StoreMirror(self._store, request.source, request.tool_call_id)
+        mirrors.append(mirror)
+        return mirror
 
     async def _save(self, key: str, before: dict[str, str], after: dict[str, str]) -> None:
         changes: dict[str, str | None] = {k: v for k, v in after.items() if before.get(k) != v}
         changes.update({k: None for k in before.keys() - after.keys()})
         if changes:
             await self._store.save_values(key, changes)
-
-    # -- the running server: a cell's output into the store -----------------------------
-
-    async def _pump(
-        self,
-        pool: SessionPool,
-        key: str,
-        handle: str,
-        local: CellId,
-        values: dict[str, str],
-        *,
-        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
-    ) -> None:
-        """Append the cell's output to the store until it ends, then its end; the
-        session stays open meanwhile (a running cell is activity)."""
-        try:
-            await self._pumping(pool.use(key), handle, local, values, task_status)
-        finally:
-            pool.close_if_quiet(key)
-
-    async def _pumping(
-        self,
-        using: AbstractAsyncContextManager[SessionEntry],
-        handle: str,
-        local: CellId,
-        values: dict[str, str],
-        task_status: trio.TaskStatus[None],
-    ) -> None:
-        async with using as entry:
-            task_status.started()
-            assert entry.session is not None
-            runtime = entry.session.runtime
-            while handle in self._pumped:
-                try:
-                    event: CellEvent = await runtime.observe(local, YieldAfter(PUMP_PERIOD))
-                except MissingCell:  # ended by a terminate command, or the session closed
-                    event = Terminated([])
-                except Exception as error:  # busy, terminating: look again shortly
-                    logger.debug("pumping cell %s: %s", local, error)
-                    await trio.sleep(PUMP_PERIOD)
-                    continue
-                if isinstance(event, Yielded | Pending):
-                    if event.content_items:
-                        await self._append(handle, encode_output(event.content_items))
-                    continue
-                if isinstance(event, Completed):
-                    await self._retrying(
-                        lambda: self._save(entry.key, values, runtime.stored_values)
-                    )
-                await self._end(handle, event)
-
-    async def _end(self, handle: str, event: CellEvent) -> None:
-        """Append the cell's end, once (the pump and a terminate command may both see
-        it), and take it off the registry."""
-        if self._pumped.pop(handle, None) is None:
-            return
-        if self._local:
-            self._uncollected.add(handle)
-            if len(self._uncollected) > self._prune_at:  # bounded by the store's TTL
-                await self._prune()
-                self._prune_at = max(_PRUNE_AT, 2 * len(self._uncollected))
-        await self._append(handle, encode_end(event))
-        await self._retrying(lambda: self._store.finish_cell(handle))
-
-    async def _append(self, handle: str, event: str) -> None:
-        await self._retrying(lambda: self._store.append_event(handle, event))
-
-    async def _retrying(self, operation: Callable[[], Awaitable[object]]) -> None:
-        """``operation``, retried while the store is unavailable: the cell keeps running
-        meanwhile and its output catches up when the store is back."""
-        while True:
-            try:
-                await operation()
-                return
-            except StoreError as error:
-                logger.warning("code mode store: %s (retrying)", error)
-                await trio.sleep(_RETRY)
-
-    async def _commands(self) -> None:
-        """Carry out the commands sent through the store to this server's cells."""
-        while True:
-            try:
-                delivered = await self._store.receive_commands(self._server, timeout=1.0)
-            except StoreError as error:
-                logger.warning("code mode store: %s (retrying)", error)
-                await trio.sleep(_RETRY)
-                continue
-            for command in delivered:
-                pumped = self._pumped.get(command.cell)
-                if pumped is None or command.command != "terminate":
-                    continue
-                entry, local = pumped
-                if entry.session is None:
-                    continue
-                try:
-                    event = await entry.session.runtime.terminate(local)
-                except Exception as error:  # already gone: the pump ends it
-                    logger.debug("terminating cell %s: %s", local, error)
-                    continue
-                await self._end(command.cell, event)
-
-    async def _heartbeats(self) -> None:
-        while True:
-            try:
-                await self._store.heartbeat(self._server)
-            except StoreError as error:
-                logger.warning("code mode store: %s (heartbeat)", error)
-            await trio.sleep(self._store.heartbeat_ttl / 3)
-
-    async def _reaper(self) -> None:
-        """Claim the cells of servers that stopped heartbeating (one claimant wins
-        each) and end them with a clear failure, so that their ``wait`` calls do not wait
-        on a program nobody runs. (Resuming them from a journal in the store is the
-        next step: docs/deploy.md.)"""
-        while True:
-            await trio.sleep(self._store.heartbeat_ttl / 3)
-            try:
-                for dead in await self._store.dead_servers():
-                    for record in await self._store.claim_cells(dead, self._server):
-                        logger.warning(
-                            "code mode server %s stopped: ending its cell %s", dead, record.cell
-                        )
-                        await self._store.append_event(record.cell, encode_end(_LOST))
-                        await self._store.finish_cell(record.cell)
-            except StoreError as error:
-                logger.warning("code mode store: %s (looking for stopped servers)", error)
 
     # -- wait: on any server, from the store -------------------------------------------
 
@@ -468,9 +319,7 @@ class StatelessCalls:
             event: CellEvent = Yielded(items)
         else:
             await self._store.drop_cell(handle)  # the end was handed out: the handle is spent
-            if handle in self._uncollected:
-                self._uncollected.discard(handle)
-                self._collected.set()
+            self._cells.collected(handle)
             event = (
                 Completed(items, end.error_text)
                 if isinstance(end, Completed)

@@ -14,6 +14,7 @@ import mcp.types as types
 import trio
 from mcp import Client
 
+from code_mode import tool
 from code_mode.mcp_server import CodeModeMcpServer
 from code_mode.mcp_server.store import open_store
 
@@ -165,3 +166,77 @@ async def test_a_store_outage_fails_calls_clearly_and_cells_catch_up(
             done = await a.call_tool("wait", {"cell_id": running.group(1), "yield_time_ms": 20_000})
             assert texts(done)[0].startswith("Script completed\n"), texts(done)
             assert texts(done)[2:] == ["after"]
+
+
+COUNTS: dict[str, int] = {}
+ENTERED: dict[str, trio.Event] = {}
+
+
+@tool
+async def count(name: str) -> int:
+    """Count the calls of ``name`` (a tool that must never run twice)."""
+    COUNTS[name] = COUNTS.get(name, 0) + 1
+    return COUNTS[name]
+
+
+@tool
+async def hold(name: str) -> str:
+    """Say it was entered, then wait until the test opens the gate ``name``."""
+    COUNTS[name] = COUNTS.get(name, 0) + 1
+    ENTERED.setdefault(name, trio.Event()).set()
+    await GATES.setdefault(name, trio.Event()).wait()
+    return f"{name} open"
+
+
+RESUMED = """// @exec: {"yield_time_ms": 50}
+const r = Math.random();
+const t = Date.now();
+text(`r ${r} ${t}`);
+const a = await tools.count({name: "once"});
+text(`a ${a}`);
+await new Promise((resolve) => setTimeout(resolve, 20));
+const h = await tools.hold({name: "resume"});
+store("kept", {r, a, h});
+text(`done ${r} ${t} ${a} ${h}`);
+"""
+
+
+async def test_a_stopped_servers_cell_is_resumed_by_another(redis_server: RedisServer) -> None:
+    COUNTS.clear()
+    ENTERED["resume"] = trio.Event()
+    GATES["resume"] = trio.Event()
+    with trio.fail_after(SAFETY):
+        async with (
+            open_store(redis_server.url, session_ttl=600, heartbeat_ttl=0.6) as b_store,
+            http_server(CodeModeMcpServer(tools=[count, hold], store=b_store)) as b_url,
+            Client(b_url) as b,
+        ):
+            async with (
+                open_store(redis_server.url, session_ttl=600, heartbeat_ttl=0.6) as a_store,
+                http_server(CodeModeMcpServer(tools=[count, hold], store=a_store)) as a_url,
+                Client(a_url) as a,
+            ):
+                started = await a.call_tool("exec", {"code": RESUMED})
+                session = session_of(started)
+                running = RUNNING.match(texts(started)[0])
+                assert running is not None, texts(started)
+                cell = running.group(1)
+                seen = texts(started)[2:]
+                await ENTERED["resume"].wait()  # `count` ran, `hold` is in flight on A
+                while len(seen) < 2:
+                    seen += texts(await a.call_tool("wait", {"cell_id": cell}))[2:]
+                ENTERED["resume"] = trio.Event()
+            # A stopped without a word (its heartbeat expires): B claims and resumes it.
+            assert seen[0].startswith("r ") and seen[1] == "a 1", seen
+            await ENTERED["resume"].wait()  # `hold` runs again on B, once
+            GATES["resume"].set()
+            done = await b.call_tool("wait", {"cell_id": cell, "yield_time_ms": 20_000})
+            assert texts(done)[0].startswith("Script completed\n"), texts(done)
+            _, r, t = seen[0].split(" ")
+            # Nothing given twice; the values printed before are the values resumed with.
+            assert texts(done)[2:] == [f"done {r} {t} 1 resume open"], texts(done)
+            assert COUNTS == {"once": 1, "resume": 2}, COUNTS
+            kept = await b.call_tool(
+                "exec", {"code": 'text(JSON.stringify(load("kept")))', "session": session}
+            )
+            assert texts(kept)[2:] == [f'{{"r":{r},"a":1,"h":"resume open"}}'], texts(kept)

@@ -64,7 +64,15 @@ def layer_of(module: str) -> str:
     if parts == ["code_mode"]:
         return "package"
     second = parts[1]
-    if second in {"_types", "_errors", "_config", "_delegate", "_tool_names", "_validators"}:
+    if second in {
+        "_types",
+        "_errors",
+        "_config",
+        "_delegate",
+        "_resumption",
+        "_tool_names",
+        "_validators",
+    }:
         return "vocabulary"
     table = {
         "_v8": "worker half",

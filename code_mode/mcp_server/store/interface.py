@@ -39,15 +39,16 @@ server beats several times per period (a third of it, say), so that one slow bea
 not a death."""
 
 JournalKind = Literal[
-    "source",  # the program, as exec received it
-    "stored_values",  # the stored values the cell loaded
-    "tool_result",  # a nested tool call's result
-    "tool_error",  # a nested tool call's error
-    "timer",  # a timer that fired
-    "notify_ack",  # a notify() acknowledged
-    "nondeterministic",  # a value the program observed that a replay must see again
+    "source",  # the program and the id of the exec call that ran it (JSON)
+    "handed",  # how many output items the exec call handed back
+    "batch",  # a batch of commands posted to the isolate (its start, tool results, timers)
+    "clock",  # clock readings the program made (a JSON list)
+    "call",  # a tool call the server started (its id)
+    "rerun",  # a call in flight at a server's death, run again by the next (its id)
+    "unusable",  # the journal passed its limit: the cell cannot be resumed
 ]
-"""What one journal entry records; a replay feeds the cell the same entries in order."""
+"""What one journal entry records (``code_mode.mcp_server.journal_copy``): a server
+resuming the cell replays the batches in order (``code_mode._resumption``)."""
 
 CellCommand = Literal["terminate", "preempt"]
 """What may be sent to a cell through the store, to whichever server runs it."""
@@ -174,6 +175,11 @@ class Store(Protocol):
 
     async def drop_cell(self, cell: str) -> None:
         """Forget the cell: record, journal, events and commands (readers are woken)."""
+        ...
+
+    async def retire(self, server: str) -> None:
+        """``server`` stops now: it counts as dead at once (its heartbeat is dropped),
+        so that another server claims its cells without waiting out the TTL."""
         ...
 
     async def dead_servers(self) -> list[str]:

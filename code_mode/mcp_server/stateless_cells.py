@@ -1,0 +1,360 @@
+"""The stateless cells a server runs: their output into the store, their takeover when one stops.
+
+:mod:`.stateless` answers the requests; this module is the server's side of the cells
+it hands back running (``Script running with cell ID <handle>``):
+
+* a **pump** per cell observes it and appends its output, then its end, to the store's
+  event stream (:mod:`.cell_events`), where a ``wait`` on any server reads it; before
+  appending it waits for the cell's journal copy (:mod:`.journal_copy`) to hold every
+  record the output depends on;
+* the **command loop** carries out what other servers sent through the store
+  (``terminate``);
+* the **heartbeat** keeps this server alive in the store's registry;
+* the **reaper** claims the cells of servers whose heartbeat stopped (one claimant
+  wins each, atomically) and **resumes** each from its journal copy: a new cell on
+  this server replays the program (``ExecuteRequest.resume``): tool calls that
+  completed are answered from the copy, a call that was in flight runs again at most
+  once (or, for a tool that is not idempotent, the cell fails saying so), output the
+  client was given is not given again, and the cell goes on live, pumped from here;
+* a draining server **hands its cells over** (:meth:`RunningCells.hand_over`): it
+  stops them, finishes copying their journals and retires from the registry, so
+  that the others claim them at once instead of waiting out ``drain_deadline``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Final
+
+import trio
+
+from .. import StartedCell
+from .._delegate import ExecuteRequest
+from .._errors import MissingCell
+from .._resumption import Resumption
+from .._types import CellEvent, CellId, Completed, Pending, Terminated, YieldAfter, Yielded
+from .cell_events import encode_end, encode_output
+from .journal_copy import StoreMirror, read_copy
+from .sessions import Refused, SessionEntry, SessionPool
+from .store import CellRecord, Store, StoreError
+
+__all__ = ["PUMP_PERIOD", "RunningCells"]
+
+logger = logging.getLogger("code_mode.mcp")
+
+PUMP_PERIOD: Final = 0.25
+"""Seconds between two appends of a running cell's new output to the store (its end
+is appended at once)."""
+
+_PRUNE_AT: Final = 1024
+_RETRY: Final = 0.5  # seconds before a store operation of a background task is retried
+
+
+def _lost(reason: str) -> Completed:
+    return Completed(
+        [],
+        "the code mode server running this program stopped before the program ended, "
+        f"and the program could not be resumed: {reason}. Its output up to then is "
+        "above; the stored values of its session are kept (those it was about to write "
+        "are not)",
+    )
+
+
+class RunningCells:
+    """The stateless cells this server runs (see the module). ``local``: the store
+    lives in this process (``memory://``), so nothing survives the server and journals
+    are not copied; ``save``: writes a session's changed stored values to the store."""
+
+    def __init__(
+        self,
+        store: Store,
+        server: str,
+        *,
+        local: bool,
+        save: Callable[[str, dict[str, str], dict[str, str]], Awaitable[None]],
+    ) -> None:
+        self._store = store
+        self._server = server
+        self._local = local
+        self._save = save
+        self._pool: SessionPool | None = None
+        # Cells this server pumps: handle -> (their session entry, the session's own id).
+        self._pumped: dict[str, tuple[SessionEntry, CellId]] = {}
+        self._pumps_changed = trio.Event()
+        self._handing_over = False
+        # A store in this process (memory://) ends with it: a draining server waits for
+        # the ends it holds to be collected, as it does for stateful sessions.
+        self._uncollected: set[str] = set()
+        self._collected = trio.Event()
+        self._prune_at = _PRUNE_AT  # uncollected ends past which expired ones are dropped
+
+    @property
+    def copies_journals(self) -> bool:
+        """Whether cells' journals are copied to the store (a shared store)."""
+        return not self._local
+
+    @property
+    def pumped(self) -> int:
+        """Cells running on this server for stateless clients."""
+        return len(self._pumped)
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """The server's heartbeat, command loop and reaper, for the block."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._heartbeats)
+            nursery.start_soon(self._commands)
+            nursery.start_soon(self._reaper)
+            try:
+                yield
+            finally:
+                nursery.cancel_scope.cancel()
+
+    def serve(self, pool: SessionPool | None) -> None:
+        """The sessions resumed cells are opened in (``None``: none now)."""
+        self._pool = pool
+
+    # -- pumping ------------------------------------------------------------------------
+
+    async def pump(
+        self,
+        pool: SessionPool,
+        entry: SessionEntry,
+        handle: str,
+        local: CellId,
+        values: dict[str, str],
+        mirror: StoreMirror | None,
+        handed: int | None,
+        started: StartedCell | None = None,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Append the cell's output to the store until it ends, then its end; the
+        session stays open meanwhile (a running cell is activity). With a ``mirror``,
+        its journal copy is written meanwhile (``handed``: see
+        :meth:`StoreMirror.write`); ``started``: a resumed cell, whose first event is
+        its initial one."""
+        self._pumped[handle] = (entry, local)
+        try:
+            async with pool.use(entry.key), trio.open_nursery() as copying:
+                if mirror is not None:
+                    await copying.start(mirror.write, handle, handed)
+                task_status.started()
+                await self._pumping(entry, handle, local, values, mirror, started)
+                copying.cancel_scope.cancel()
+        finally:
+            self._pumps_changed.set()
+            pool.close_if_quiet(entry.key)
+
+    async def _pumping(
+        self,
+        entry: SessionEntry,
+        handle: str,
+        local: CellId,
+        values: dict[str, str],
+        mirror: StoreMirror | None,
+        started: StartedCell | None,
+    ) -> None:
+        assert entry.session is not None
+        runtime = entry.session.runtime
+        while handle in self._pumped and not self._handing_over:
+            try:
+                if started is not None:
+                    event: CellEvent = await started.initial_event()
+                    started = None
+                else:
+                    event = await runtime.observe(local, YieldAfter(PUMP_PERIOD))
+            except MissingCell:  # ended by a terminate command, or the session closed
+                event = Terminated([])
+            except Exception as error:  # busy, terminating: look again shortly
+                logger.debug("pumping cell %s: %s", local, error)
+                await trio.sleep(PUMP_PERIOD)
+                continue
+            if mirror is not None:
+                await mirror.flushed()  # the records this output depends on, first
+            if isinstance(event, Yielded | Pending):
+                if event.content_items:
+                    await self._append(handle, encode_output(event.content_items))
+                continue
+            if isinstance(event, Completed):
+                await self._retrying(lambda: self._save(entry.key, values, runtime.stored_values))
+            await self.end(handle, event)
+        if self._handing_over and handle in self._pumped:
+            # Stopped here, to be resumed by another server: no end is appended.
+            try:
+                await runtime.terminate(local)
+            except Exception as error:
+                logger.debug("handing over cell %s: %s", local, error)
+            if mirror is not None:
+                await mirror.flushed()
+            self._pumped.pop(handle, None)
+
+    async def end(self, handle: str, event: CellEvent) -> None:
+        """Append the cell's end, once (the pump and a terminate command may both see
+        it), and take it off the registry."""
+        if self._pumped.pop(handle, None) is None:
+            return
+        self._pumps_changed.set()
+        await self._append_end(handle, event)
+
+    async def _append_end(self, handle: str, event: CellEvent) -> None:
+        if self._local:
+            self._uncollected.add(handle)
+            if len(self._uncollected) > self._prune_at:  # bounded by the store's TTL
+                await self._prune()
+                self._prune_at = max(_PRUNE_AT, 2 * len(self._uncollected))
+        await self._append(handle, encode_end(event))
+        await self._retrying(lambda: self._store.finish_cell(handle))
+
+    async def _append(self, handle: str, event: str) -> None:
+        await self._retrying(lambda: self._store.append_event(handle, event))
+
+    async def _retrying(self, operation: Callable[[], Awaitable[object]]) -> None:
+        """``operation``, retried while the store is unavailable: the cell keeps running
+        meanwhile and its output catches up when the store is back."""
+        while True:
+            try:
+                await operation()
+                return
+            except StoreError as error:
+                logger.warning("code mode store: %s (retrying)", error)
+                await trio.sleep(_RETRY)
+
+    # -- ends kept in a local store ------------------------------------------------------
+
+    def collected(self, handle: str) -> None:
+        """A ``wait`` handed out the cell's end."""
+        if handle in self._uncollected:
+            self._uncollected.discard(handle)
+            self._collected.set()
+
+    async def settle(self) -> None:
+        """Return once no cell's end kept in a local store waits to be collected
+        (a drain waits for this; at once with a shared store, which outlives the
+        server). A cell whose record expired meanwhile no longer counts."""
+        while self._uncollected:
+            await self._prune()
+            if self._uncollected:
+                with trio.move_on_after(1.0):
+                    await self._collected.wait()
+                self._collected = trio.Event()
+
+    async def _prune(self) -> None:
+        """Forget the uncollected ends whose cell expired from the store."""
+        for handle in list(self._uncollected):
+            if await self._store.cell(handle) is None:
+                self._uncollected.discard(handle)
+
+    # -- the server in the registry ------------------------------------------------------
+
+    async def _commands(self) -> None:
+        """Carry out the commands sent through the store to this server's cells."""
+        while True:
+            try:
+                delivered = await self._store.receive_commands(self._server, timeout=1.0)
+            except StoreError as error:
+                logger.warning("code mode store: %s (retrying)", error)
+                await trio.sleep(_RETRY)
+                continue
+            for command in delivered:
+                pumped = self._pumped.get(command.cell)
+                if pumped is None or command.command != "terminate":
+                    continue
+                entry, local = pumped
+                if entry.session is None:
+                    continue
+                try:
+                    event = await entry.session.runtime.terminate(local)
+                except Exception as error:  # already gone: the pump ends it
+                    logger.debug("terminating cell %s: %s", local, error)
+                    continue
+                await self.end(command.cell, event)
+
+    async def _heartbeats(self) -> None:
+        while not self._handing_over:
+            try:
+                await self._store.heartbeat(self._server)
+            except StoreError as error:
+                logger.warning("code mode store: %s (heartbeat)", error)
+            await trio.sleep(self._store.heartbeat_ttl / 3)
+
+    async def _reaper(self) -> None:
+        """Claim the cells of servers that stopped heartbeating (one claimant wins
+        each) and resume them here (see the module)."""
+        while not self._handing_over:
+            await trio.sleep(self._store.heartbeat_ttl / 3)
+            pool = self._pool
+            if pool is None or pool.draining or self._handing_over:
+                continue
+            try:
+                for dead in await self._store.dead_servers():
+                    for record in await self._store.claim_cells(dead, self._server):
+                        await self._take_over(pool, dead, record)
+            except StoreError as error:
+                logger.warning("code mode store: %s (looking for stopped servers)", error)
+
+    async def _take_over(self, pool: SessionPool, dead: str, record: CellRecord) -> None:
+        copy = await read_copy(self._store, record.cell) if not self._local else None
+        reason = "its server kept its journal in memory (a store in this process)"
+        if copy is not None:
+            reason = copy.resumption if isinstance(copy.resumption, str) else ""
+        if copy is not None and isinstance(copy.resumption, Resumption):
+            try:
+                await self._resume(pool, record, copy.source, copy.call_id, copy.resumption)
+                logger.warning("code mode server %s stopped: resumed its cell here", dead)
+                return
+            except Refused as refusal:
+                reason = f"no server could take it: {refusal}"
+        logger.warning("code mode server %s stopped: ending its cell (%s)", dead, reason)
+        await self._append_end(record.cell, _lost(reason))
+
+    async def _resume(
+        self,
+        pool: SessionPool,
+        record: CellRecord,
+        source: str,
+        call_id: str,
+        resumption: Resumption,
+    ) -> None:
+        values = await self._store.load_values(record.session) or {}
+        async with pool.use(record.session) as entry:
+            assert entry.session is not None and entry.calls is not None
+            runtime = entry.session.runtime
+            if runtime.stored_values != values:
+                runtime.replace_stored_values(values)
+            mirror = StoreMirror(self._store, source, call_id)
+            request = ExecuteRequest(
+                tool_call_id=call_id,
+                enabled_tools=entry.session.toolset.enabled,
+                source=source,
+                journal_mirror=mirror,
+                resume=resumption,
+            )
+            started = await runtime.execute(request, YieldAfter(0))
+            await entry.calls.start(
+                self.pump,
+                pool,
+                entry,
+                record.cell,
+                started.cell_id,
+                values,
+                mirror,
+                None,
+                started,
+            )
+
+    async def hand_over(self) -> None:
+        """Stop this server's cells and let another server resume them now (see the
+        module); a local store keeps nothing to resume from, so then nothing is done."""
+        if self._local:
+            return
+        self._handing_over = True
+        while self._pumped:
+            self._pumps_changed = trio.Event()
+            await self._pumps_changed.wait()
+        try:
+            await self._store.retire(self._server)
+        except StoreError as error:
+            logger.warning("code mode store: %s (retiring: others claim after the TTL)", error)
