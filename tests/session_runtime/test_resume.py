@@ -115,6 +115,16 @@ async def run_until_hold(
     return started.cell_id, seen
 
 
+async def died_at_hold(isolation: str) -> tuple[int, list[tuple[MirrorKind, str]], list[str]]:
+    """Host A runs :data:`PROGRAM` until it waits on ``hold``, then dies: the output
+    items it had handed back, the durable copy of the journal, and what it printed."""
+    mirror = Mirror()
+    delegate = GateDelegate(gates=["hold"])
+    async with host(delegate, mirror, isolation) as a:
+        cell, seen = await run_until_hold(a, delegate)
+        return a.output_handed(cell), mirror.copy(), seen
+
+
 def calls_made(delegate: GateDelegate) -> list[str]:
     names = []
     while True:
@@ -135,12 +145,7 @@ async def resume_on(
 
 
 async def test_a_cell_resumes_on_another_host_with_exactly_its_output(isolation: str) -> None:
-    mirror = Mirror()
-    a_delegate = GateDelegate(gates=["hold"])
-    async with host(a_delegate, mirror, isolation) as a:
-        cell, seen = await run_until_hold(a, a_delegate)
-        handed = a.output_handed(cell)
-        copy = mirror.copy()
+    handed, copy, seen = await died_at_hold(isolation)
     # A is gone: `first` ran there, `hold` was in flight.
     assert seen[0].startswith("before ") and seen[1:] == ['first {"n":1}'], seen
     assert handed == 2
@@ -186,11 +191,7 @@ async def test_output_not_yet_handed_on_is_handed_by_the_new_host(isolation: str
 
 
 async def test_a_tool_that_is_not_idempotent_is_not_run_twice(isolation: str) -> None:
-    mirror = Mirror()
-    delegate = GateDelegate(gates=["hold"])
-    async with host(delegate, mirror, isolation) as a:
-        cell, _ = await run_until_hold(a, delegate)
-        handed, copy = a.output_handed(cell), mirror.copy()
+    handed, copy, _ = await died_at_hold(isolation)
     b_delegate = GateDelegate(gates=["hold"])
     async with host(b_delegate, None, isolation) as b:
         tools = [function_tool("first"), attrs.evolve(function_tool("hold"), idempotent=False)]
@@ -208,11 +209,7 @@ async def test_a_tool_that_is_not_idempotent_is_not_run_twice(isolation: str) ->
 
 
 async def test_a_call_in_flight_runs_again_at_most_once(isolation: str) -> None:
-    mirror = Mirror()
-    delegate = GateDelegate(gates=["hold"])
-    async with host(delegate, mirror, isolation) as a:
-        cell, _ = await run_until_hold(a, delegate)
-        handed, copy = a.output_handed(cell), mirror.copy()
+    handed, copy, _ = await died_at_hold(isolation)
     # B resumes it, runs `hold` again, and dies too, with `hold` still in flight.
     b_mirror = Mirror()
     b_delegate = GateDelegate(gates=["hold"])
