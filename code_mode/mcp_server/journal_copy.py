@@ -95,7 +95,8 @@ class StoreMirror:
         """Write the copy under ``handle`` until cancelled (the cell ended), starting
         with what was recorded before the cell had a handle; ``handed``: the output
         items its ``exec`` call handed back (``None`` for a resumed cell, whose copy
-        already says)."""
+        already says). Started once what was recorded so far is written (or the store
+        failed): a handle is handed back only for a cell another server can resume."""
         if handed is not None:
             self._records.insert(1, ("handed", str(handed)))
             self._recorded += 1
@@ -103,7 +104,7 @@ class StoreMirror:
             self._records.popleft()  # the copy has its source already
             self._recorded -= 1
         self._handle = handle
-        task_status.started()
+        started = False
         while True:
             while self._records:
                 kind, text = self._records[0]
@@ -114,12 +115,18 @@ class StoreMirror:
                         logger.warning("code mode store: %s (copying cell journals)", error)
                     self._unreachable = True
                     self._notify()  # whoever waits for the copy goes on without it
+                    if not started:
+                        started = True
+                        task_status.started()
                     await trio.sleep(_RETRY)
                     continue
                 self._records.popleft()
                 self._written += 1
                 self._unreachable = False
                 self._notify()
+            if not started:
+                started = True
+                task_status.started()
             self._wake = trio.Event()
             await self._wake.wait()
 

@@ -84,6 +84,8 @@ class RunningCells:
         self._pumped: dict[str, tuple[SessionEntry, CellId]] = {}
         self._pumps_changed = trio.Event()
         self._handing_over = False
+        # Cells claimed from stopped servers and not yet resumed (the store failed).
+        self._claimed: list[tuple[str, CellRecord]] = []
         # A store in this process (memory://) ends with it: a draining server waits for
         # the ends it holds to be collected, as it does for stateful sessions.
         self._uncollected: set[str] = set()
@@ -290,10 +292,24 @@ class RunningCells:
                 continue
             try:
                 for dead in await self._store.dead_servers():
-                    for record in await self._store.claim_cells(dead, self._server):
-                        await self._take_over(pool, dead, record)
+                    claimed = await self._store.claim_cells(dead, self._server)
+                    self._claimed.extend((dead, record) for record in claimed)
             except StoreError as error:
                 logger.warning("code mode store: %s (looking for stopped servers)", error)
+            # Claimed cells are this server's to resume or end, whatever fails: a cell
+            # nobody resumes would keep its clients waiting for ever.
+            while self._claimed:
+                dead, record = self._claimed[0]
+                try:
+                    await self._take_over(pool, dead, record)
+                except StoreError as error:
+                    logger.warning("code mode store: %s (resuming a claimed cell)", error)
+                    break  # tried again at the next pass
+                except Exception as error:
+                    logger.exception("resuming cell %s failed", record.cell)
+                    reason = f"resuming it failed: {error}"
+                    await self._append_end(record.cell, _lost(reason))  # retries itself
+                self._claimed.pop(0)
 
     async def _take_over(self, pool: SessionPool, dead: str, record: CellRecord) -> None:
         copy = await read_copy(self._store, record.cell) if not self._local else None

@@ -135,9 +135,12 @@ class Cluster:
 
 
 @asynccontextmanager
-async def local_cluster(count: int, *serve_options: str) -> AsyncIterator[Cluster]:
+async def local_cluster(
+    count: int, *serve_options: str, notes: Path | None = None
+) -> AsyncIterator[Cluster]:
     """``deploy/local.sh count PORT`` serving :data:`TOOLS`, until the block ends
-    (then stopped with SIGINT; anything left is killed)."""
+    (then stopped with SIGINT; anything left is killed). ``notes``: the file the
+    servers' ``tools.note`` calls append to."""
     require_haproxy()
     port = free_port_block(count + 2)  # the balancer, the servers, the store
     cluster = Cluster(url=f"http://127.0.0.1:{port}/mcp")
@@ -145,6 +148,7 @@ async def local_cluster(count: int, *serve_options: str) -> AsyncIterator[Cluste
         **os.environ,
         "CODE_MODE_PYTHON": sys.executable,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        **({"CODE_MODE_NOTES": str(notes)} if notes is not None else {}),
     }
     command = ["bash", str(LOCAL_SH), str(count), str(port), "--tools", TOOLS, *serve_options]
     process = await trio.lowlevel.open_process(

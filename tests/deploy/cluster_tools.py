@@ -14,4 +14,15 @@ async def whoami() -> int:
     return os.getpid()
 
 
-TOOLS = [whoami]
+@tool
+def note(label: str) -> str:
+    """Append ``label`` to the file named by ``CODE_MODE_NOTES`` (every server's calls
+    in one file, so that a test counts how often each call ran)."""
+    path = os.environ.get("CODE_MODE_NOTES")
+    if path:
+        with open(path, "a") as notes:  # one short append: atomic with O_APPEND
+            notes.write(label + "\n")
+    return label
+
+
+TOOLS = [whoami, note]

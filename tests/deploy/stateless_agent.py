@@ -3,20 +3,37 @@ default ``mcp.Client(url)``, programs that yield and are resumed with ``wait`` (
 request may land on any server), a counter kept in the session's stored values, every
 result checked to the last item.
 
-The program reports the server process running it (``tools.whoami()``); a program
-whose server died ends ``Script failed`` saying so, and the agent runs it again (its
-stored values are the session's, in the store: the counter carries on)."""
+The program reports the server process that started it (``tools.whoami()``) and notes
+each step with a tool call (``tools.note``, which the servers log to one file, so that
+a test counts how often each call ran). A program whose server stops is resumed by
+another server; one that could not be ends ``Script failed`` saying so, and the agent
+runs it again (its stored values are the session's, in the store: the counter carries
+on)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import attrs
+import httpx2
 import mcp.types as types
 import trio
 from mcp import Client, MCPError
 
-from .agent import PROGRAM, WAIT_MS
+from ..mcp_server.http_support import leaves
+from .agent import WAIT_MS
+
+PROGRAM = """// @exec: {"yield_time_ms": 20000}
+text(String(await tools.whoami()));
+const count = (load("count") ?? 0) + 1;
+for (let step = 0; step < STEPS; step++) {
+  text(await tools.note({label: `NAME step ${step}`}));
+  yield_control();
+  await new Promise((resolve) => setTimeout(resolve, PAUSE));
+}
+store("count", count);
+text(`NAME done ${count}`);
+"""
 
 LOST = "stopped before the program ended"
 SHUTTING_DOWN = "this server is shutting down"
@@ -44,17 +61,29 @@ class StatelessAgent:
     requests: int = 0
     latencies: list[float] = attrs.Factory(list)
     spans: list[int] = attrs.Factory(list)
+    attempts: int = 0  # execs sent (each program's label names its attempt)
+    orphans: int = 0  # execs whose answer never came (the program may run unseen)
 
     async def run(
         self, done: Callable[[StatelessAgent], bool], progressed: Callable[[], None]
     ) -> None:
-        async with Client(self.url) as client:
-            if client.protocol_version != "2026-07-28":
-                self.wrong.append(f"{self.name}: protocol {client.protocol_version}")
-                return
-            while not done(self):
-                if await self._program(client):
-                    progressed()
+        while not done(self):
+            try:
+                async with Client(self.url) as client:
+                    if client.protocol_version != "2026-07-28":
+                        self.wrong.append(f"{self.name}: protocol {client.protocol_version}")
+                        return
+                    while not done(self):
+                        if await self._program(client):
+                            progressed()
+            except BaseException as error:
+                # A server killed while answering cuts the response short, and the
+                # SDK's client ends with it: connect again, as an agent would. The
+                # program it was in may go on unseen (it runs again from the start).
+                if not all(isinstance(leaf, httpx2.TransportError) for leaf in leaves(error)):
+                    raise
+                self.retried.append(f"reconnected: {error!r}"[:200])
+                self.orphans += 1
 
     async def _call(
         self, client: Client, name: str, args: dict[str, object]
@@ -75,7 +104,8 @@ class StatelessAgent:
 
     async def _program(self, client: Client) -> bool:
         """One program to its end: ``True`` once it completed (checked)."""
-        label = f"{self.name}-{self.completed + 1}"
+        self.attempts += 1
+        label = f"{self.name}-{self.completed + 1}.{self.attempts}"
         source = (
             PROGRAM.replace("STEPS", str(self.steps))
             .replace("PAUSE", str(self.pause_ms))
@@ -85,7 +115,9 @@ class StatelessAgent:
         if self.session is not None:
             arguments["session"] = self.session
         requests_before = self.requests
+        retried_before = len(self.retried)
         result = await self._call(client, "exec", arguments)
+        self.orphans += len(self.retried) - retried_before
         first = texts(result)
         if result.is_error and first and first[0].startswith(SHUTTING_DOWN):
             self.refused += 1
@@ -106,16 +138,26 @@ class StatelessAgent:
                 break
             cell = header.split("\n")[0].removeprefix("Script running with cell ID ")
             args: dict[str, object] = {"cell_id": cell, "yield_time_ms": WAIT_MS}
+            retried_before = len(self.retried)
             result = await self._call(client, "wait", args)
+            said = texts(result)
+            if len(self.retried) > retried_before and f"exec cell {cell} not found" in said[-1]:
+                # The server answering the wait died after handing out the end (the
+                # handle is spent with it) and before its answer reached us: the program
+                # completed, unseen. Run the next one.
+                self.orphans += 1
+                return False
         pid = items[0] if items else "?"
         if header.startswith("Script failed") and items and LOST in items[-1]:
             self.lost.append(int(pid) if pid.isdigit() else 0)
             return False  # run again: the counter is the session's, in the store
-        # The counter: one more than the last completed program's, or two when the
-        # program before was lost after its values were saved and before its end.
+        # The counter: one more than the last completed program's, or more when a
+        # program before was lost after its values were saved and before its end, or
+        # an exec whose answer never came ran its program unseen.
         done = items[-1] if items else ""
         expected = [pid, *(f"{label} step {step}" for step in range(self.steps))]
-        counts = [self.count + 1, self.count + 2] if self.lost else [self.count + 1]
+        extra = len(self.lost) + self.orphans
+        counts = [self.count + 1 + more for more in range(extra + 1)]
         if not header.startswith("Script completed") or not any(
             items == [*expected, f"{label} done {count}"] for count in counts
         ):
