@@ -144,20 +144,17 @@ class DurableGate:
         self._scope = trio.CancelScope()
         try:
             with self._scope:
+                # What the actions hold back in turn joins ``_held`` (this task still
+                # runs), so it goes in the next round, in order.
                 while self._held:
                     actions = list(self._held)
                     self._held.clear()
                     await self.mirror.caught_up()
-                    # The last round: what its actions hold back goes through
-                    # after_durable again (and may start a new drain).
-                    self._running = bool(self._held)
                     for action in actions:
                         action()
-                    if not self._running:
-                        break
         finally:
             self._running = False
-        if not self._held and not self._closed:
+        if not self._closed:
             self._on_clear()
 
     def close(self) -> None:

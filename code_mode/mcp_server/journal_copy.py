@@ -105,6 +105,17 @@ class StoreMirror:
             self._recorded -= 1
         self._handle = handle
         started = False
+        try:
+            await self._writing(handle, task_status, started)
+        finally:
+            # Not written any more (the cell ended, or its server hands it over): the
+            # cell must not wait for a copy nobody writes.
+            self._handle = None
+            self._notify()
+
+    async def _writing(
+        self, handle: str, task_status: trio.TaskStatus[None], started: bool
+    ) -> None:
         while True:
             while self._records:
                 kind, text = self._records[0]
@@ -153,6 +164,8 @@ async def read_copy(store: Store, handle: str) -> CellCopy | None:
     events = await store.read_events(handle, 0)
     if entries is None or events is None:
         return None
+    if any(decode_event(event).end is not None for event in events.entries[-1:]):
+        return None  # it ended: its server stopped before it said so to the registry
     if not entries or entries[0].kind != "source":
         return CellCopy("", "", "its journal was not copied to the store")
     program = json.loads(entries[0].data)

@@ -251,15 +251,18 @@ class StatelessCalls:
             if running is None:
                 await self._save(key, values, runtime.stored_values)
                 return items
-            handle = await self._store.register_cell(key, self._server)
             local = CellId(running.group(1))
             mirror = mirrors[0] if mirrors else None
-            # Started (holding the session) before this exec lets go of it; what the
-            # exec call handed back is counted now, before the pump takes more.
+            # What the exec call handed back is counted now, before the pump takes more.
             handed = runtime.output_handed(local)
-            await entry.calls.start(
-                self._cells.pump, pool, entry, handle, local, values, mirror, handed
-            )
+            # A cell registered is pumped (holding the session) before this exec lets
+            # go of it, even if its caller goes away meanwhile: a registered cell
+            # nobody pumps would stall on its journal copy (journal_copy.py).
+            with trio.CancelScope(shield=True):
+                handle = await self._store.register_cell(key, self._server)
+                await entry.calls.start(
+                    self._cells.pump, pool, entry, handle, local, values, mirror, handed
+                )
             text = header.text.replace(running.group(0), f"Script running with cell ID {handle}\n")
             return [Text(text), *items[1:]]
 
