@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 from code_mode import tool
 
@@ -16,12 +17,13 @@ async def whoami() -> int:
 
 @tool
 def note(label: str) -> str:
-    """Append ``label`` to the file named by ``CODE_MODE_NOTES`` (every server's calls
-    in one file, so that a test counts how often each call ran)."""
+    """Append ``label`` (with the server's pid and the time) to the file named by
+    ``CODE_MODE_NOTES``: every server's calls in one file, so that a test counts how
+    often each call ran, and where."""
     path = os.environ.get("CODE_MODE_NOTES")
     if path:
         with open(path, "a") as notes:  # one short append: atomic with O_APPEND
-            notes.write(label + "\n")
+            notes.write(f"{label}\t{os.getpid()}\t{time.time():.3f}\n")
     return label
 
 

@@ -62,7 +62,10 @@ class StatelessAgent:
     latencies: list[float] = attrs.Factory(list)
     spans: list[int] = attrs.Factory(list)
     attempts: int = 0  # execs sent (each program's label names its attempt)
-    orphans: int = 0  # execs whose answer never came (the program may run unseen)
+    # The counter when an exec's answer never came, or a program's end was lost on
+    # the way: that program may run on unseen (resumed elsewhere) and, completing late,
+    # write the counter it read then, over later programs' (the last writer wins).
+    orphaned_at: list[int] = attrs.Factory(list)
 
     async def run(
         self, done: Callable[[StatelessAgent], bool], progressed: Callable[[], None]
@@ -83,7 +86,7 @@ class StatelessAgent:
                 if not all(isinstance(leaf, httpx2.TransportError) for leaf in leaves(error)):
                     raise
                 self.retried.append(f"reconnected: {error!r}"[:200])
-                self.orphans += 1
+                self.orphaned_at.append(self.count)
 
     async def _call(
         self, client: Client, name: str, args: dict[str, object]
@@ -117,7 +120,7 @@ class StatelessAgent:
         requests_before = self.requests
         retried_before = len(self.retried)
         result = await self._call(client, "exec", arguments)
-        self.orphans += len(self.retried) - retried_before
+        self.orphaned_at.extend([self.count] * (len(self.retried) - retried_before))
         first = texts(result)
         if result.is_error and first and first[0].startswith(SHUTTING_DOWN):
             self.refused += 1
@@ -145,7 +148,7 @@ class StatelessAgent:
                 # The server answering the wait died after handing out the end (the
                 # handle is spent with it) and before its answer reached us: the program
                 # completed, unseen. Run the next one.
-                self.orphans += 1
+                self.orphaned_at.append(self.count)
                 return False
         pid = items[0] if items else "?"
         if header.startswith("Script failed") and items and LOST in items[-1]:
@@ -156,8 +159,12 @@ class StatelessAgent:
         # an exec whose answer never came ran its program unseen.
         done = items[-1] if items else ""
         expected = [pid, *(f"{label} step {step}" for step in range(self.steps))]
-        extra = len(self.lost) + self.orphans
-        counts = [self.count + 1 + more for more in range(extra + 1)]
+        extra = len(self.lost) + len(self.orphaned_at)
+        counts = [
+            base + 1 + more
+            for base in {self.count, *(at + 1 for at in self.orphaned_at)}
+            for more in range(extra + 1)
+        ]
         if not header.startswith("Script completed") or not any(
             items == [*expected, f"{label} done {count}"] for count in counts
         ):

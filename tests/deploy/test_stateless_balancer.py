@@ -37,9 +37,13 @@ CLIENTS = 24
 BOUND = 300.0  # seconds; a hang guard for a loaded two-core machine, not a measure
 
 
+NOTES: list[Path] = []  # the current test's notes file, for report()
+
+
 def report(cluster: Cluster, agents: list[StatelessAgent]) -> str:
     wrong = [line for agent in agents for line in agent.wrong]
-    return f"wrong results: {wrong[:5]}\n--- local.sh:\n{cluster.output()}"
+    notes = f"\n--- calls run more than once:\n{repeated(NOTES[0])}" if NOTES else ""
+    return f"wrong results: {wrong[:5]}{notes}\n--- local.sh:\n{cluster.output()}"
 
 
 def summary(title: str, agents: list[StatelessAgent], **facts: object) -> None:
@@ -62,11 +66,21 @@ def reported(cluster: Cluster, agents: list[StatelessAgent]) -> Iterator[None]:
 
 def runs_per_call(notes: Path) -> Counter[str]:
     """How often each ``tools.note`` call ran, over every server."""
-    return Counter(notes.read_text().splitlines()) if notes.exists() else Counter()
+    if not notes.exists():
+        return Counter()
+    return Counter(line.split("\t")[0] for line in notes.read_text().splitlines())
+
+
+def repeated(notes: Path) -> str:
+    """The lines of the calls that ran more than once, for a failure's message."""
+    again = {label for label, runs in runs_per_call(notes).items() if runs > 1}
+    lines = notes.read_text().splitlines() if notes.exists() else []
+    return "\n".join(line for line in lines if line.split("\t")[0] in again)
 
 
 async def test_stateless_clients_any_server_then_a_kill_then_a_drain(tmp_path: Path) -> None:
     notes = tmp_path / "notes"
+    NOTES[:] = [notes]
     async with local_cluster(SERVERS, notes=notes) as cluster:
         assert any(line.startswith("local.sh: store pid") for line in cluster.lines)
         agents = [StatelessAgent(f"c{i}", cluster.url) for i in range(CLIENTS)]
@@ -87,7 +101,7 @@ async def test_stateless_clients_any_server_then_a_kill_then_a_drain(tmp_path: P
                 assert all(min(agent.spans) >= 2 for agent in agents)  # yielded, then waits
                 summary("stateless", agents)
 
-                assert max(runs_per_call(notes).values()) == 1
+                assert max(runs_per_call(notes).values()) == 1, repeated(notes)
 
                 # 2. One server SIGKILLed while every client is in a program: another
                 # server resumes each of its programs from the journal in Redis.
@@ -107,7 +121,7 @@ async def test_stateless_clients_any_server_then_a_kill_then_a_drain(tmp_path: P
                 # A call that had completed never runs again; one in flight on the dead
                 # server runs again once: at most one per program that was running there.
                 again = [label for label, runs in runs_per_call(notes).items() if runs > 1]
-                assert max(runs_per_call(notes).values()) <= 2
+                assert max(runs_per_call(notes).values()) <= 2, repeated(notes)
                 assert len(again) <= CLIENTS, again
                 summary(
                     "SIGKILL",
@@ -115,7 +129,7 @@ async def test_stateless_clients_any_server_then_a_kill_then_a_drain(tmp_path: P
                     programs_lost=len(lost),
                     programs_resumed_elsewhere=resumed,
                     calls_run_twice=len(again),
-                    exec_answers_lost=sum(a.orphans for a in agents),
+                    answers_lost=sum(len(a.orphaned_at) for a in agents),
                     all_done_after_s=round(recovered_in, 1),
                 )
 
@@ -129,6 +143,10 @@ async def test_stateless_clients_any_server_then_a_kill_then_a_drain(tmp_path: P
                 assert [pid for agent in agents for pid in agent.lost] == []
                 assert not any(agent.wrong for agent in agents), report(cluster, agents)
                 summary("SIGTERM", agents, execs_refused=sum(a.refused for a in agents))
-        # Stored values: each session's counter went up once per completed program.
+        # Stored values: each session's counter went up once per completed program
+        # (each program checked it: stateless_agent.py), unless a program whose answer
+        # was lost completed late and wrote the counter it had read (the last writer
+        # wins): those sessions' counters are checked program by program only.
         for agent in agents:
-            assert agent.count >= agent.completed, (agent.name, agent.count, agent.completed)
+            if not agent.orphaned_at:
+                assert agent.count >= agent.completed, (agent.name, agent.count, agent.completed)
