@@ -52,6 +52,9 @@ What the decorator does:
   the trio thread. The thread is not abandoned when the call is cancelled: a running
   sync tool finishes first (the session's ``async with`` waits for it), so write long
   sync tools to return promptly or make them async.
+* **Idempotence**: ``@tool(idempotent=False)`` for a tool whose effect must not
+  happen twice (``ToolDefinition.idempotent``): a call in flight when the stateless MCP
+  server running its cell dies then fails the resumed cell instead of running again.
 * **Namespaces**: ``@tool(namespace="github")`` gives ``ToolName("search", "github")``
   and the flattened raw name ``github__search``, i.e. ``tools.github__search`` in a
   program (namespaced tools are flat on ``tools``, like ``mcp__server__tool``).
@@ -187,6 +190,7 @@ def tool(
     namespace: str | None = None,
     description: str | None = None,
     requires_approval: bool = False,
+    idempotent: bool = True,
 ) -> PythonTool[_P, _R]: ...
 
 
@@ -197,6 +201,7 @@ def tool(
     namespace: str | None = None,
     description: str | None = None,
     requires_approval: bool = False,
+    idempotent: bool = True,
 ) -> Callable[[Callable[_P, _R]], PythonTool[_P, _R]]: ...
 
 
@@ -208,6 +213,7 @@ def tool(
     namespace: str | None = None,
     description: str | None = None,
     requires_approval: bool = False,
+    idempotent: bool = True,
 ) -> PythonTool[_P, _R] | Callable[[Callable[_P, _R]], PythonTool[_P, _R]]:
     """Make a nested tool from a type-hinted function: ``@tool``, ``@tool(name=...,
     namespace=..., description=...)`` or ``tool(function, ...)``.
@@ -219,6 +225,10 @@ def tool(
     See the module docstring for the supported hints. The result keeps ``function``'s
     signature for type checkers (see :class:`PythonTool`). ``requires_approval``: a
     session holds each call until the host approves it (``CodeModeSession.approve``).
+    ``idempotent=False`` says a call must not run twice; it matters only for a call in
+    flight when the stateless MCP server running its cell dies: another server resumes
+    the cell and runs such a call again once, unless the tool says ``False``, when the
+    cell fails with a clear message instead (default ``True``).
     """
 
     def make(function: Callable[_P, _R]) -> PythonTool[_P, _R]:
@@ -239,6 +249,7 @@ def tool(
             kind=ToolKind.FUNCTION,
             input_schema=signature.node.schema,
             output_schema=signature.output_schema,
+            idempotent=idempotent,
         )
         return PythonTool(
             function=function,

@@ -262,6 +262,42 @@ async def test_all_pages_of_tools_are_listed() -> None:
     assert [tool.definition.name for tool in tools] == [f"mcp__paged__t{i}" for i in range(5)]
 
 
+async def test_only_tools_annotated_read_only_or_idempotent_are_idempotent() -> None:
+    """The MCP spec's annotations decide whether a call in flight on a dead server may
+    run again: ``readOnlyHint`` or ``idempotentHint`` true; the spec's default for
+    ``idempotentHint`` is false, so no annotations means not idempotent."""
+    annotated = {
+        "plain": None,
+        "empty": types.ToolAnnotations(),
+        "read": types.ToolAnnotations(read_only_hint=True),
+        "again": types.ToolAnnotations(idempotent_hint=True),
+        "both": types.ToolAnnotations(read_only_hint=True, idempotent_hint=False),
+        "write": types.ToolAnnotations(read_only_hint=False, idempotent_hint=False),
+        "destroy": types.ToolAnnotations(destructive_hint=True),
+    }
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name=name, input_schema={"type": "object"}, annotations=annotations)
+                for name, annotations in annotated.items()
+            ]
+        )
+
+    with trio.fail_after(SAFETY):
+        async with sdk_server(Server("hints", on_list_tools=list_tools)) as client:
+            tools = await list_mcp_tools(client, "hints")
+    assert {tool.tool.name: tool.definition.idempotent for tool in tools} == {
+        "plain": False,
+        "empty": False,
+        "read": True,
+        "again": True,
+        "both": True,
+        "write": False,
+        "destroy": False,
+    }
+
+
 async def test_json_rpc_error_rejects_with_the_servers_message() -> None:
     async def list_tools(ctx: Any, params: Any) -> Any:
         return types.ListToolsResult(

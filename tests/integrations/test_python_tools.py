@@ -227,6 +227,21 @@ def test_decorator_options_and_namespace() -> None:
     )
 
 
+def test_idempotent_defaults_to_true_and_is_carried_by_the_definition() -> None:
+    """A tool is idempotent unless it says not (a call in flight when its cell's
+    server dies then fails the resumed cell instead of running again); every form of
+    the decorator passes the flag into the definition."""
+
+    async def charge(amount: int) -> None:
+        return None
+
+    assert search.definition.idempotent is True
+    assert tool(charge).definition.idempotent is True
+    assert tool(charge, idempotent=False).definition.idempotent is False
+    assert tool(idempotent=False)(charge).definition.idempotent is False
+    assert tool(idempotent=True, namespace="pay")(charge).definition.idempotent is True
+
+
 def test_no_parameters_no_docstring_no_return_hint() -> None:
     def ping():  # type: ignore[no-untyped-def]
         return "pong"

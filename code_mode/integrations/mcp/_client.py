@@ -81,6 +81,18 @@ def _result_json(result: types.CallToolResult) -> JSON:
     return data
 
 
+def _is_idempotent(tool: types.Tool) -> bool:
+    """Whether calling ``tool`` twice has the effect of calling it once, by the MCP
+    spec's tool annotations: ``readOnlyHint`` or ``idempotentHint`` true. The spec's
+    default for ``idempotentHint`` is false, so a tool without annotations is not
+    idempotent: a call of it in flight when its cell's server dies fails the resumed
+    cell rather than reaching the upstream server twice."""
+    annotations = tool.annotations
+    if annotations is None:
+        return False
+    return annotations.read_only_hint is True or annotations.idempotent_hint is True
+
+
 @attrs.frozen(eq=False)
 class McpTool:
     """One tool of an MCP server, callable from programs as a nested tool.
@@ -108,7 +120,10 @@ class McpTool:
         input_schema_max_bytes: int | None = None,
     ) -> McpTool:
         """Wrap ``tool`` (from ``tools/list`` of ``session``) as served by ``server``
-        (``input_schema_max_bytes``: the server's limit, see ``ToolDefinition``)."""
+        (``input_schema_max_bytes``: the server's limit, see ``ToolDefinition``).
+
+        The tool is idempotent (see ``ToolDefinition.idempotent``) only when its
+        annotations say so (:func:`_is_idempotent`)."""
         namespace = mcp_namespace(server)
         description = tool.description or tool.title or ""
         definition = ToolDefinition(
@@ -118,6 +133,7 @@ class McpTool:
             kind=ToolKind.FUNCTION,
             input_schema=dict(tool.input_schema),
             output_schema=call_tool_result_schema(tool.output_schema),
+            idempotent=_is_idempotent(tool),
             input_schema_max_bytes=input_schema_max_bytes,
         )
         return cls(session=session, server=server, tool=tool, definition=definition)
