@@ -162,13 +162,7 @@ function rtJsonLength(text) {
 // Whether `value` is a `String` object (V8 converts those): each has an own, fixed
 // `length`, which is checked first (a failed `valueOf` costs 10 microseconds).
 function rtJsonStringObject(value) {
-  if (!rtObjectHasOwn(value, "length")) return false;
-  try {
-    rtReflectApply(rtStringValueOf, value, []);
-    return true;
-  } catch {
-    return false;
-  }
+  return rtObjectHasOwn(value, "length") && rtBranded(rtStringValueOf, value);
 }
 
 // The keys of a replacer list, as V8 reads them: strings and numbers (and their
@@ -182,7 +176,7 @@ function rtJsonPropertyList(replacer) {
     let key;
     if (typeof item === "string") key = item;
     else if (typeof item === "number") key = rtToString(item);
-    else if (rtIsObject(item) && (rtJsonStringObject(item) || rtJsonNumberObject(item))) {
+    else if (rtIsObject(item) && (rtJsonStringObject(item) || rtBranded(rtNumberValueOf, item))) {
       key = rtToString(item);
     } else continue;
     if (rtReflectApply(rtMapHas, seen, [key])) continue;
@@ -190,15 +184,6 @@ function rtJsonPropertyList(replacer) {
     keys[keys.length] = key;
   }
   return keys;
-}
-
-function rtJsonNumberObject(value) {
-  try {
-    rtReflectApply(rtNumberValueOf, value, []);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function rtJsonPick(value, list) {
