@@ -462,15 +462,18 @@ const rtInstallAllocationChecks = (function rtInstallAllocationChecks() {
 
 rtInstallAllocationChecks();
 
-// The regexp hooks as installed (see rtRegExpPristine).
+// The regexp hooks as installed (see rtRegExpPristine; read as rtRegExpHook reads them,
+// written out: the prelude calls only what it compiles ahead).
 const rtRecordRegExpHooks = (function rtRecordRegExpHooks() {
   const keys = RT_REGEXP_HOOK_KEYS;
-  for (let i = 0; i < keys.length; i++) {
-    const entry = [rtRegExpPrototype, keys[i], rtRegExpHook(rtRegExpPrototype, keys[i])];
-    rtReflectApply(rtArrayPush, rtRegExpHooks, entry);
+  for (let i = 0; i <= keys.length; i++) {
+    const holder = i < keys.length ? rtRegExpPrototype : rtRegExp;
+    const key = i < keys.length ? keys[i] : Symbol.species;
+    const descriptor = rtObjectGetOwnPropertyDescriptor(holder, key);
+    let hook;
+    if (descriptor !== undefined) hook = "value" in descriptor ? descriptor.value : descriptor.get;
+    rtReflectApply(rtArrayPush, rtRegExpHooks, [holder, key, hook]);
   }
-  const entry = [rtRegExp, Symbol.species, rtRegExpHook(rtRegExp, Symbol.species)];
-  rtReflectApply(rtArrayPush, rtRegExpHooks, entry);
 });
 
 rtRecordRegExpHooks();
