@@ -105,7 +105,7 @@ const rtStringTrim = String.prototype.trim;
 const rtRegExp = RegExp;
 const rtRegExpPrototype = RegExp.prototype;
 const rtRegExpExec = RegExp.prototype.exec;
-const rtRegExpSplit = RegExp.prototype[Symbol.split];
+const rtRegExpSplit = rtRegExpPrototype[Symbol.split];
 const rtRegExpFlags = rtObjectGetOwnPropertyDescriptor(rtRegExpPrototype, "flags").get;
 const rtRegExpSource = rtObjectGetOwnPropertyDescriptor(rtRegExpPrototype, "source").get;
 
