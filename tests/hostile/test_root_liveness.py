@@ -21,6 +21,16 @@ HUGE_SEARCHES = [
     "Array.prototype.includes.call({ length: 2 ** 53 - 1 }, 1)",
     "const a = []; a.length = 2 ** 32 - 1; a.indexOf(1)",
     "let n = 0; Array.prototype.indexOf.call({ get length() { return n++ ? 2 ** 53 - 1 : 3 } }, 1)",
+    # A Proxy of an array (`Array.isArray` is true for it) whose length grows after
+    # the check, or whose `get` trap removes itself once it has answered.
+    "let n = 0; new Proxy([1, 2, 3], { get: (t, k) => k === 'length'"
+    " ? (n++ ? 2 ** 53 - 1 : 3) : Reflect.get(t, k) }).indexOf(0)",
+    "let n = 0; new Proxy([1, 2, 3], { get: (t, k) => k === 'length'"
+    " ? (n++ ? 2 ** 53 - 1 : 3) : Reflect.get(t, k) }).lastIndexOf(0, -1)",
+    "let n = 0; const h = { get(t, k) { if (k === 'length' && n++) { delete h.get;"
+    " return 2 ** 53 - 1 } return Reflect.get(t, k) } }; new Proxy([1, 2, 3], h).includes(0)",
+    "let n = 0; const h = { get(t, k) { if (k === 'length' && n++) { delete h.get;"
+    " return 2 ** 32 - 1 } return Reflect.get(t, k) } }; [].concat(new Proxy([0], h)).length",
 ]
 
 

@@ -162,6 +162,11 @@ function rtAllocations() {
       length: rtLength,
       heapBreach: rtHeapBreach,
       checkChars: rtCheckChars,
+      reflectConstruct: rtReflectConstruct,
+      stringSlice: rtStringSlice,
+      stringCharCodeAt: rtStringCharCodeAt,
+      typeError: rtTypeError,
+      pristine: rtRegExpPristine,
     });
   }
   return rtAllocationsImpl;
@@ -183,17 +188,6 @@ function rtFillTrap(target, thisArg, args) {
   const end = rtRelative(args[2], length, length);
   if (end - start > RT_FEW_ELEMENTS) rtCheckElements(end - start);
   return rtReflectApply(target, thisArg, [args[0], start, end]);
-}
-
-// The result is allocated at once, in a space V8 lets a first object of any size into:
-// a doubling `a = a.concat(a)` would outrun the heap limit.
-function rtConcatTrap(target, thisArg, args) {
-  let count = rtArrayLength(thisArg);
-  for (let i = 0; i < args.length; i++) {
-    if (rtArrayIsArray(args[i])) count += rtLength(args[i].length);
-  }
-  if (count > RT_FEW_ELEMENTS) rtCheckElements(count);
-  return rtReflectApply(target, thisArg, args);
 }
 
 // `toSorted`, `toReversed`, `with`: a copy of the whole array (of a pinned receiver).
@@ -241,23 +235,39 @@ function rtArrayFromTrap(target, thisArg, args) {
 // its own too, hence half of it) is counted first (allocations_impl.js).
 // The receiver, the limit and a separator without a `Symbol.split` method are converted
 // once (see rtPatternArgument).
+// A regexp separator (one whose `Symbol.split` is V8's) over more than 1/128 of the
+// limit in characters is split by allocations_impl.js: V8 keeps about 57 bytes a
+// character outside the heap while it splits (measured, a regexp found nowhere in 64 Mi
+// characters: 2 GiB, and the worker killed).
 function rtSplitTrap(target, thisArg, args) {
   const text = rtThisString(thisArg);
   let separator = args.length > 0 ? args[0] : undefined;
-  if (rtIsObject(separator) && separator[Symbol.split] == null) separator = rtToString(separator);
+  let splitter = null;
+  if (rtIsObject(separator)) {
+    splitter = separator[Symbol.split];
+    if (splitter == null) separator = rtToString(separator);
+  }
   const limit = args.length > 1 && args[1] !== undefined ? rtToNumber(args[1]) : undefined;
-  const given = [separator, limit];
   const budget = rtElementBudget() >> 1;
+  if (splitter === rtRegExpSplit && rtThisLength(text) * 128 > rtMemoryLimitBytes) {
+    return rtAllocations().splitRegExp(separator, text, limit, budget);
+  }
+  const given = [separator, limit];
   if (rtThisLength(text) <= budget) return rtReflectApply(target, text, given);
   return rtAllocations().split(target, text, given, budget);
 }
 
 // `RegExp.prototype[Symbol.match]` and `[Symbol.replace]`: a global regexp over a huge
-// string makes an array of every match, or a string of every replacement.
+// string makes an array of every match, or a string of every replacement. Its matches
+// are counted first; a regexp whose hooks the program changed runs in
+// allocations_impl.js instead (its `flags` or `exec` would answer V8 anew).
 // The string and a replacement that is no function are converted once.
 function rtMatchTrap(target, thisArg, args) {
   const string = rtToString(args.length > 0 ? args[0] : undefined);
   if (string.length > rtElementBudget()) {
+    if (!rtRegExpPristine(thisArg)) {
+      return rtAllocations().matchSpec(thisArg, string, rtElementBudget());
+    }
     rtAllocations().match(thisArg, string, rtElementBudget());
   }
   return rtReflectApply(target, thisArg, [string]);
@@ -267,10 +277,14 @@ function rtReplaceTrap(target, thisArg, args) {
   const string = rtToString(args.length > 0 ? args[0] : undefined);
   const replacement = rtReplacement(args.length > 1 ? args[1] : undefined);
   if (string.length > rtElementBudget()) {
+    if (!rtRegExpPristine(thisArg)) {
+      return rtAllocations().replaceSpec(thisArg, string, replacement, rtElementBudget());
+    }
     rtAllocations().replace(thisArg, string, rtElementBudget(), replacement);
   }
   return rtReflectApply(target, thisArg, [string, replacement]);
 }
+
 
 function rtReplaceAllTrap(target, thisArg, args) {
   const text = rtThisString(thisArg);
@@ -312,190 +326,6 @@ function rtNormalizeTrap(target, thisArg, args) {
   const form = args.length > 0 && args[0] !== undefined ? rtToString(args[0]) : undefined;
   if (rtThisLength(text) * 12 > rtMemoryLimitBytes) rtHeapBreach();
   return rtReflectApply(target, text, [form]);
-}
-
-// The text is built in one call; an array's length bounds it from below (4 bytes an
-// element: a digit and a comma at least, "null," for a hole). Nested arrays are not
-// walked: the heap limit and V8's largest string bound them (see docs/security.md).
-// A string is escaped: up to 6 characters each (`\u0001`), built at about 2 bytes a
-// character of the result (measured: 64 Mi control characters grew 582 MiB).
-function rtStringifyTrap(target, thisArg, args) {
-  const value = args[0];
-  if (rtArrayIsArray(value)) rtCheckSource(rtLength(value.length), 4);
-  else if (typeof value === "string") rtCheckEscaped(value, 6, rtJsonEscapedLength);
-  return rtReflectApply(target, thisArg, args);
-}
-
-// ---------------------------------------------------------------------------
-// Source text: the parser and the regexp compiler.
-
-// `Function` and kin (the handler's target): each argument is converted once, here, and
-// handed over as text. (`new.target` is the proxy for `new Function(...)` itself: the
-// original is then the new target, V8's fast path.)
-function rtSourceArguments(args) {
-  const texts = [];
-  let length = 0;
-  for (let i = 0; i < args.length; i++) {
-    texts[i] = rtString(args[i]);
-    length += texts[i].length;
-  }
-  rtCheckSource(length, RT_PARSE_COST);
-  return texts;
-}
-
-function rtFunctionApply(target, thisArg, args) {
-  return rtReflectApply(target, undefined, rtSourceArguments(args));
-}
-
-function rtFunctionConstruct(target, args, newTarget) {
-  const texts = rtSourceArguments(args);
-  return rtReflectConstruct(target, texts, newTarget === this.proxy ? target : newTarget);
-}
-
-// The [[Prototype]] of AsyncFunction and the generator kinds: Function's proxy.
-function rtFunctionKindPrototype() {
-  return this.parent;
-}
-
-function rtEvalTrap(target, thisArg, args) {
-  if (typeof args[0] === "string") rtCheckSource(args[0].length, RT_PARSE_COST);
-  return rtReflectApply(target, undefined, args);
-}
-
-// A real regexp's source (read from its internal slot), or undefined.
-function rtRegExpSourceOf(value) {
-  if (!rtIsObject(value)) return undefined;
-  try {
-    return rtReflectApply(rtRegExpSource, value, []);
-  } catch {
-    return undefined;
-  }
-}
-
-// The pattern and flags of `RegExp(pattern, flags)` and `compile`, converted once: a
-// real regexp keeps its source (V8 reads it from the regexp itself); an object that
-// says it is a regexp (`Symbol.match`) gives its `source` and `flags` once; anything
-// else becomes its string. The result is what V8 compiles, measured.
-function rtPatternArguments(args) {
-  let pattern = args.length > 0 ? args[0] : undefined;
-  let flags = args.length > 1 ? args[1] : undefined;
-  let source = rtRegExpSourceOf(pattern);
-  if (source === undefined) {
-    if (rtIsObject(pattern) && pattern[Symbol.match]) {
-      if (flags === undefined) flags = pattern.flags;
-      pattern = pattern.source;
-    }
-    if (pattern !== undefined) pattern = rtToString(pattern);
-    source = pattern === undefined ? "" : pattern;
-  }
-  if (flags !== undefined) flags = rtToString(flags);
-  rtCheckPattern(source, flags);
-  return [pattern, flags];
-}
-
-// What compiling `source` costs: RT_REGEXP_COST a character, and for each property
-// class (`\p{...}`, `\P{...}`) RT_PROPERTY_CLASS_COST more: ICU builds each as a set
-// of ranges, and case-insensitive Unicode matching closes it over case (measured in
-// the census, tests/hostile/test_root_census.py).
-function rtCheckPattern(source, flags) {
-  let classes = 0;
-  if (source.length > 2) {
-    let at = rtReflectApply(rtStringIndexOf, source, ["{"]);
-    while (at > 1) {
-      const letter = rtReflectApply(rtStringCharCodeAt, source, [at - 1]);
-      if ((letter === 112 || letter === 80) && rtReflectApply(rtStringCharCodeAt, source, [at - 2]) === 92) {
-        classes++;
-      }
-      at = rtReflectApply(rtStringIndexOf, source, ["{", at + 1]);
-    }
-  }
-  rtCheckSource(source.length * RT_REGEXP_COST + classes * RT_PROPERTY_CLASS_COST, 1);
-}
-
-function rtRegExpApply(target, thisArg, args) {
-  return rtReflectApply(target, undefined, rtPatternArguments(args));
-}
-
-function rtRegExpConstruct(target, args, newTarget) {
-  const given = rtPatternArguments(args);
-  return rtReflectConstruct(target, given, newTarget === this.proxy ? target : newTarget);
-}
-
-// `compile`.
-function rtPatternTrap(target, thisArg, args) {
-  return rtReflectApply(target, thisArg, rtPatternArguments(args));
-}
-
-// The String methods that make a regexp of an argument (see rtPatternArgument).
-function rtStringMatchTrap(target, thisArg, args) {
-  const pattern = rtPatternArgument(args.length > 0 ? args[0] : undefined, Symbol.match);
-  return rtReflectApply(target, rtThisString(thisArg), [pattern]);
-}
-
-function rtStringMatchAllTrap(target, thisArg, args) {
-  const pattern = rtPatternArgument(args.length > 0 ? args[0] : undefined, Symbol.matchAll);
-  return rtReflectApply(target, rtThisString(thisArg), [pattern]);
-}
-
-function rtStringSearchTrap(target, thisArg, args) {
-  const pattern = rtPatternArgument(args.length > 0 ? args[0] : undefined, Symbol.search);
-  return rtReflectApply(target, rtThisString(thisArg), [pattern]);
-}
-
-// ---------------------------------------------------------------------------
-// Intl: ICU objects, counted at about what each holds (measured, with a margin).
-
-const RT_INTL_BYTES = {
-  __proto__: null,
-  Collator: 4096,
-  DateTimeFormat: 40960,
-  DisplayNames: 4096,
-  DurationFormat: 4096,
-  ListFormat: 2048,
-  Locale: 2048,
-  NumberFormat: 4096,
-  PluralRules: 4096,
-  RelativeTimeFormat: 12288,
-  Segmenter: 12288,
-  v8BreakIterator: 12288,
-};
-const RT_SEGMENTS_BYTES = 4096;
-const RT_SEGMENT_ITERATOR_BYTES = 6144;
-
-function rtCounted(object, bytes) {
-  if ((typeof object === "object" && object !== null) || typeof object === "function") {
-    rtBuffers().countObject(object, bytes);
-  }
-  return object;
-}
-
-function rtIntlApply(target, thisArg, args) {
-  return rtCounted(rtReflectApply(target, thisArg, args), this.bytes);
-}
-
-function rtIntlConstruct(target, args, newTarget) {
-  const made = rtReflectConstruct(target, args, newTarget === this.proxy ? target : newTarget);
-  return rtCounted(made, this.bytes);
-}
-
-// `segment` makes a Segments object (with a break iterator of its own), whose iterator
-// makes another. The Segments prototype is only reachable from one: it is wrapped at
-// the first call (no ICU object is made while the prelude runs).
-let rtSegmentsWrapped = false;
-// ICU keeps its own copy of the text (UTF-16), counted with it.
-function rtSegmentTrap(target, thisArg, args) {
-  const text = rtToString(args.length > 0 ? args[0] : undefined);
-  const made = rtReflectApply(target, thisArg, [text]);
-  const segments = rtCounted(made, RT_SEGMENTS_BYTES + 2 * text.length);
-  if (!rtSegmentsWrapped) {
-    rtSegmentsWrapped = true;
-    rtWrapMethod(rtObjectGetPrototypeOf(segments), Symbol.iterator, rtSegmentIteratorTrap);
-  }
-  return segments;
-}
-
-function rtSegmentIteratorTrap(target, thisArg, args) {
-  return rtCounted(rtReflectApply(target, thisArg, args), RT_SEGMENT_ITERATOR_BYTES);
 }
 
 // ---------------------------------------------------------------------------
@@ -568,6 +398,16 @@ const rtInstallAllocationChecks = (function rtInstallAllocationChecks() {
     if (typeof intl.Segmenter === "function") {
       rtReflectApply(rtArrayPush, methods, [intl.Segmenter.prototype, "segment", rtSegmentTrap]);
     }
+    if (typeof intl.DateTimeFormat === "function") {
+      const prototype = intl.DateTimeFormat.prototype;
+      rtReflectApply(rtArrayPush, methods, [prototype, "formatRange", rtDateRangeTrap]);
+      rtReflectApply(rtArrayPush, methods, [prototype, "formatRangeToParts", rtDateRangeTrap]);
+    }
+    if (typeof intl.Locale === "function") {
+      const prototype = intl.Locale.prototype;
+      rtReflectApply(rtArrayPush, methods, [prototype, "maximize", rtLocaleResultTrap]);
+      rtReflectApply(rtArrayPush, methods, [prototype, "minimize", rtLocaleResultTrap]);
+    }
   }
 
   const searches = ["indexOf", "lastIndexOf", "includes"];
@@ -621,3 +461,19 @@ const rtInstallAllocationChecks = (function rtInstallAllocationChecks() {
 });
 
 rtInstallAllocationChecks();
+
+// The regexp hooks as installed (see rtRegExpPristine; read as rtRegExpHook reads them,
+// written out: the prelude calls only what it compiles ahead).
+const rtRecordRegExpHooks = (function rtRecordRegExpHooks() {
+  const keys = RT_REGEXP_HOOK_KEYS;
+  for (let i = 0; i <= keys.length; i++) {
+    const holder = i < keys.length ? rtRegExpPrototype : rtRegExp;
+    const key = i < keys.length ? keys[i] : Symbol.species;
+    const descriptor = rtObjectGetOwnPropertyDescriptor(holder, key);
+    let hook;
+    if (descriptor !== undefined) hook = "value" in descriptor ? descriptor.value : descriptor.get;
+    rtReflectApply(rtArrayPush, rtRegExpHooks, [holder, key, hook]);
+  }
+});
+
+rtRecordRegExpHooks();

@@ -82,8 +82,14 @@ function rtBufferBreach() {
 }
 
 function rtIsArrayBuffer(value) {
+  return rtBranded(rtBufferByteLength, value);
+}
+
+// Whether a built-in `method` that checks its receiver's internal slots accepts `value`
+// (an ArrayBuffer's `byteLength`, a `String` object's `valueOf`, ...).
+function rtBranded(method, value) {
   try {
-    rtReflectApply(rtBufferByteLength, value, []);
+    rtReflectApply(method, value, []);
     return true;
   } catch {
     return false;

@@ -17,9 +17,13 @@
 //   settled.js      the `as_settled` and `stream_settled` globals
 //   buffers.js      ArrayBuffer accounting (its bulk, buffers_impl.js, compiled on use)
 //   estimates.js    memory V8 does not count: escaped text, BigInt digits, formatters
-//   searches.js     indexOf/lastIndexOf/includes over huge lengths, interruptibly
-//   allocations.js  size checks before built-ins that allocate in one call, Intl counting
-//                   (what only huge strings reach, allocations_impl.js, compiled on use)
+//   lengths.js      array methods whose lengths V8 reads again: searches, concat
+//   intl.js         Intl objects counted at an estimate of their ICU memory
+//   patterns.js     source text and patterns: the parser's and the regexp compiler's
+//                   cost, and which regexps V8 matches as their internal flags say
+//   allocations.js  size checks before built-ins that allocate in one call, and their
+//                   installation (what only huge strings reach, and the regexp hooks a
+//                   program changed: allocations_impl.js, compiled on use)
 //   clock.js        what a replay must see again: Math.random seeded per cell, and the
 //                   clock's readings reported to the host and handed back on a replay
 //   finalization.js FinalizationRegistry callbacks that cannot throw (nor print)
@@ -101,6 +105,7 @@ const rtStringTrim = String.prototype.trim;
 const rtRegExp = RegExp;
 const rtRegExpPrototype = RegExp.prototype;
 const rtRegExpExec = RegExp.prototype.exec;
+const rtRegExpSplit = rtRegExpPrototype[Symbol.split];
 const rtRegExpFlags = rtObjectGetOwnPropertyDescriptor(rtRegExpPrototype, "flags").get;
 const rtRegExpSource = rtObjectGetOwnPropertyDescriptor(rtRegExpPrototype, "source").get;
 
@@ -121,9 +126,16 @@ const rtFinalizationRegistry = FinalizationRegistry;
 const rtBigIntValueOf = BigInt.prototype.valueOf;
 
 const rtArrayIsArray = Array.isArray;
+const rtArrayPrototype = Array.prototype;
+const rtObject = Object;
 const rtArrayJoin = Array.prototype.join;
 const rtArrayPush = Array.prototype.push;
 const rtArrayValues = Array.prototype.values;
+const rtArrayToSpliced = Array.prototype.toSpliced;
+const rtArrayIncludes = Array.prototype.includes;
+const rtObjectCreate = Object.create;
+const rtStringValueOf = String.prototype.valueOf;
+const rtNumberValueOf = Number.prototype.valueOf;
 
 const rtMap = Map;
 const rtMapDelete = Map.prototype.delete;
@@ -140,6 +152,9 @@ const rtPromiseWithResolvers = Promise.withResolvers;
 
 const rtWeakRef = WeakRef;
 const rtWeakRefDeref = WeakRef.prototype.deref;
+const rtWeakSet = WeakSet;
+const rtWeakSetAdd = WeakSet.prototype.add;
+const rtWeakSetHas = WeakSet.prototype.has;
 
 // The originals: buffers.js replaces these globals with counting wrappers.
 const rtArrayBuffer = ArrayBuffer;

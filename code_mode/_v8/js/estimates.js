@@ -109,6 +109,100 @@ function rtLocaleTrap(target, thisArg, args) {
   return rtReflectApply(target, thisArg, args);
 }
 
+// `JSON.stringify`: the text is built in one call. A top-level array's length bounds
+// it from below (4 bytes an element: "null," for a hole); a top-level string with no
+// replacer is measured as it is escaped. Anything else is serialized with a replacer
+// of the runtime's (rtJsonReplacer, calling the program's own first), which V8 calls
+// with each value it is about to write, after `toJSON`: the value measured is the
+// value written, whatever a getter, a Proxy or `toJSON` answers another time. It costs
+// V8's fast path: 5 to 7 times slower for objects (docs/security.md).
+function rtStringifyTrap(target, thisArg, args) {
+  const value = args[0];
+  const replacer = args.length > 1 ? args[1] : undefined;
+  const space = args.length > 2 ? args[2] : undefined;
+  const list = rtArrayIsArray(replacer);
+  if (typeof replacer !== "function" && !list && !rtIsObject(value)) {
+    if (typeof value === "string") rtCheckEscaped(value, 6, rtJsonEscapedLength);
+    return rtReflectApply(target, thisArg, [value, replacer, space]);
+  }
+  if (rtArrayIsArray(value)) rtCheckSource(rtLength(value.length), 4);
+  const given = rtJsonReplacer(list ? null : replacer, list ? rtJsonPropertyList(replacer) : null);
+  return rtReflectApply(target, thisArg, [value, given, space]);
+}
+
+// The replacer: each value (and key) is measured as V8 will write it, their sum and
+// each string's escaped length checked (rtCheckEscaped). A `String` object is
+// converted here, once (V8 would call its `toString` itself); a replacer list (an
+// array of keys) is applied here, as V8 would apply it, by handing V8 an object of
+// those keys only (read once each, in the list's order; an index-like key comes
+// first there, as in any object).
+function rtJsonReplacer(replacer, list) {
+  let total = 0;
+  return function rtJsonReplace(key, value) {
+    if (typeof replacer === "function") value = rtReflectApply(replacer, this, [key, value]);
+    if (rtIsObject(value) && typeof value !== "function" && !rtArrayIsArray(value)) {
+      if (rtJsonStringObject(value)) value = rtToString(value);
+      else if (list !== null) value = rtJsonPick(value, list);
+    }
+    total += rtArrayIsArray(this) ? 1 : rtJsonLength(key) + 3;
+    total += typeof value === "string" ? rtJsonLength(value) : 4;
+    if (total > rtMemoryLimitBytes) rtHeapBreach();
+    return value;
+  };
+}
+
+// A string's length as JSON: measured exactly when its worst case could matter.
+function rtJsonLength(text) {
+  if (text.length * 12 <= rtMemoryLimitBytes) return text.length + 2;
+  const escaped = rtJsonEscapedLength(text, rtMemoryLimitBytes / 2);
+  rtCheckChars(escaped, 2);
+  return escaped;
+}
+
+// Whether `value` is a `String` object (V8 converts those): each has an own, fixed
+// `length`, which is checked first (a failed `valueOf` costs 10 microseconds).
+function rtJsonStringObject(value) {
+  return rtObjectHasOwn(value, "length") && rtBranded(rtStringValueOf, value);
+}
+
+// The keys of a replacer list, as V8 reads them: strings and numbers (and their
+// objects), each once.
+function rtJsonPropertyList(replacer) {
+  const keys = [];
+  const seen = new rtMap();
+  const length = rtLength(replacer.length);
+  for (let i = 0; i < length; i++) {
+    const item = replacer[i];
+    let key;
+    if (typeof item === "string") key = item;
+    else if (typeof item === "number") key = rtToString(item);
+    else if (rtIsObject(item) && (rtJsonStringObject(item) || rtBranded(rtNumberValueOf, item))) {
+      key = rtToString(item);
+    } else continue;
+    if (rtReflectApply(rtMapHas, seen, [key])) continue;
+    rtReflectApply(rtMapSet, seen, [key, true]);
+    keys[keys.length] = key;
+  }
+  return keys;
+}
+
+function rtJsonPick(value, list) {
+  const picked = rtObjectCreate(null);
+  for (let i = 0; i < list.length; i++) {
+    const item = value[list[i]];
+    if (item !== undefined) {
+      rtObjectDefineProperty(picked, list[i], {
+        __proto__: null,
+        value: item,
+        writable: true,
+        enumerable: true,
+        configurable: true,
+      });
+    }
+  }
+  return picked;
+}
+
 function rtParseTrap(target, thisArg, args) {
   const text = rtToString(args.length > 0 ? args[0] : undefined);
   rtCheckSource(text.length, 4);
