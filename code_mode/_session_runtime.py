@@ -433,7 +433,12 @@ class SessionRuntime:
         while self._cell_count != count:
             await self._count_changed.wait()
 
-    def _commit_writes(self, writes: dict[str, str]) -> str | None:
+    def _commit_writes(
+        self, writes: dict[str, str], members: dict[str, str] | None = None
+    ) -> str | None:
+        """Commit a cell's writes (key -> JSON text); ``members``, when given, holds
+        each one's member of ``_stored_json`` already encoded (by the engine, in steps:
+        encoding megabytes here at once held the trio thread for tens of ms)."""
         if not writes:
             return None
         # Counted as the isolate counts them: JSON text, in UTF-16 code units.
@@ -449,11 +454,12 @@ class SessionRuntime:
                 f"{self._config.max_stored_chars} serialized bytes"
             )
         for key, text in writes.items():
-            self._stored_members[key] = (
+            member = None if members is None else members.get(key)
+            self._stored_members[key] = member or (
                 json.dumps(key, ensure_ascii=False) + ":" + json.dumps(text, ensure_ascii=False)
             )
         self._stored_units.update(units)
-        self._stored_json = "{" + ",".join(self._stored_members.values()) + "}"
+        self._stored_json = "".join(["{", ",".join(self._stored_members.values()), "}"])
         return None
 
     def _forget_cell(self, cell_id: CellId) -> None:

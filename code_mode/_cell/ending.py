@@ -94,7 +94,7 @@ class CellEnding:
         else:
             assert isinstance(end, Finished)
             error_text = end.error_text
-            storage_error = self._host.commit_writes(end.writes)
+            storage_error = self._host.commit_writes(end.writes, end.members)
             if storage_error is not None:
                 error_text = storage_error
         if error_text is not None:

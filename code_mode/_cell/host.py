@@ -30,7 +30,7 @@ class CellHost:
         delegate: SessionRuntimeDelegate,
         config: RuntimeConfig,
         backend: IsolateSource,
-        commit_writes: Callable[[dict[str, str]], str | None],
+        commit_writes: Callable[[dict[str, str], dict[str, str]], str | None],
         close_cell: Callable[[CellId], Awaitable[None]],
         forget_cell: Callable[[CellId], None],
         on_finished: FinishedCallback | None = None,

@@ -47,8 +47,9 @@ from .._engine import (
     INLINE_BATCH_CHARS,
     ToolCallRequested,
     dumps,
+    in_slices,
     json_depth_exceeds,
-    text_depth_exceeds,
+    text_depth_steps,
 )
 from .._types import CellId, NestedToolCall, ToolDefinition
 from .stepping import ResultSink
@@ -228,7 +229,7 @@ class CellCallbacks:
             self._finished()
         value_json = ""
         if ok:
-            # (A large result is checked on a thread: where the outcome goes is asked
+            # (A large result is checked in slices: where the outcome goes is asked
             # only after, once, since asking counts as the frontier moving.)
             value_json, problem = await self._encode_tool_result(value)
             if problem is not None:
@@ -243,8 +244,9 @@ class CellCallbacks:
 
     async def _encode_tool_result(self, value: Any) -> tuple[str, str | None]:
         """The result as JSON text, or a problem that rejects the call instead. A large
-        result's depth is checked on its text, on a thread: walking its objects on the
-        trio thread would stall it (a second for 200 000 arrays)."""
+        result's depth is checked on its text, in slices (see ``_engine/_slices.py``):
+        walking its objects in one go would stall the trio thread (a second for 200 000
+        arrays)."""
         too_deep = (
             f"returned JSON nested deeper than the limit of {self._config.max_json_depth} "
             "(RuntimeConfig.max_json_depth)"
@@ -254,7 +256,7 @@ class CellCallbacks:
             if isinstance(value, dict | list):
                 limit = self._config.max_json_depth
                 if len(text) > INLINE_BATCH_CHARS:
-                    too_deep_text = await trio.to_thread.run_sync(text_depth_exceeds, text, limit)
+                    too_deep_text = await in_slices(text_depth_steps(text, limit))
                 else:
                     too_deep_text = json_depth_exceeds(value, limit)
                 if too_deep_text:

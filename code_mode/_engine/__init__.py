@@ -11,7 +11,8 @@ session runtime import from here, never from the underscored modules beside it):
 * :class:`Isolate` and :class:`EngineListener` -- one cell's isolate, and what it
   reports to the cell;
 * the events an isolate reports (:mod:`._bridge`), already validated, and the helpers
-  the cell uses to answer tool calls;
+  the cell uses to answer tool calls (a large result's depth is checked in slices of
+  the trio thread's time: :func:`in_slices`);
 * :class:`IsolateUnavailable` -- no isolate could be had (V8 could not create one, its
   worker process died, or its engine is closed).
 
@@ -38,8 +39,9 @@ from ._bridge import (
     dumps,
     json_depth_exceeds,
 )
-from ._decode import INLINE_BATCH_CHARS, text_depth_exceeds
+from ._decode import INLINE_BATCH_CHARS, text_depth_steps
 from ._default import default_engine
+from ._slices import in_slices
 from .config import EngineConfig
 from .engine import Engine, SessionSeat
 from .isolate import Isolate
@@ -66,6 +68,7 @@ __all__ = [
     "YieldRequested",
     "default_engine",
     "dumps",
+    "in_slices",
     "json_depth_exceeds",
-    "text_depth_exceeds",
+    "text_depth_steps",
 ]

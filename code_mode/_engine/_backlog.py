@@ -1,9 +1,10 @@
-"""Reports of one isolate that wait behind a large batch being decoded on a thread.
+"""Reports of one isolate that wait behind a large batch being decoded in slices.
 
-A batch that ``_decode.decode_inline`` leaves to a thread is decoded there (see
-``_decode.py``) while the trio thread goes on with everything else; the isolate's
-reports that arrive meanwhile (later batches, the ends of evaluations, its worker's
-death) wait behind it and are acted on in the order they came. This is the part of
+A batch that ``_decode.decode_inline`` leaves to slices is decoded a slice at a time
+on the trio thread (see ``_decode.py`` and ``_slices.py``), while every other task goes
+on between the slices; the isolate's reports that arrive meanwhile (later batches, the
+ends of evaluations, its worker's death) wait behind it and are acted on in the order
+they came. This is the part of
 :class:`~.isolate.Isolate` that does it (a mixin, as ``_cell/ending.py`` is the
 cell's): the isolate's ``on_batch``, ``on_task`` and ``on_crash`` queue a report here
 whenever the backlog is not empty.
@@ -19,39 +20,31 @@ import trio
 from .._config import RuntimeConfig
 from .._v8 import Outcome
 from ._bridge import EngineEvent, MessageValidator, Output, ProtocolViolation
-from ._decode import INLINE_BATCH_CHARS
+from ._decode import INLINE_BATCH_CHARS, Steps, finish
+from ._slices import in_slices
 
 #: Characters of batches one isolate may have waiting while an earlier one is decoded
-#: on a thread, in multiples of ``RuntimeConfig.max_message_chars``: an isolate sends
+#: in slices, in multiples of ``RuntimeConfig.max_message_chars``: an isolate sends
 #: faster than the host decodes only when its batches are built to be slow to decode.
 MAX_BACKLOG_MESSAGES = 4
-
-#: Batches decoded on threads at once, in a whole trio run: decoding holds the GIL
-#: most of the time, so more threads would not decode faster.
-DECODING_THREADS = 2
-
-_DECODERS: trio.lowlevel.RunVar[trio.CapacityLimiter] = trio.lowlevel.RunVar("code_mode_decoders")
-
-
-def _decoders() -> trio.CapacityLimiter:
-    try:
-        return _DECODERS.get()
-    except LookupError:
-        limiter = trio.CapacityLimiter(DECODING_THREADS)
-        _DECODERS.set(limiter)
-        return limiter
 
 
 def parse_batch(
     validator: MessageValidator, text: str, inline: bool | None = None
 ) -> tuple[list[EngineEvent], ProtocolViolation | None]:
+    """:func:`parse_batch_steps` run to its end in one go."""
+    return finish(parse_batch_steps(validator, text, inline))
+
+
+def parse_batch_steps(
+    validator: MessageValidator, text: str, inline: bool | None = None
+) -> Steps[tuple[list[EngineEvent], ProtocolViolation | None]]:
     """A batch's events, and the violation that cut it short if any: of a batch with a
     bad message in it, only the output before that message counts (the program printed
     it, and output has no effect on the host). Nothing else of the batch is acted on (a
-    forged tool call beside a valid one must not run). Runs on a thread for a large
-    batch."""
+    forged tool call beside a valid one must not run). In steps, for a large batch."""
     try:
-        return validator.parse_batch(text, inline=inline), None
+        return (yield from validator.parse_batch_steps(text, inline=inline)), None
     except ProtocolViolation as error:
         return [event for event in error.events_before if isinstance(event, Output)], error
 
@@ -85,7 +78,7 @@ class ReportBacklog:
         raise NotImplementedError  # pragma: no cover - the isolate's
 
     def _queue_report(self, report: tuple[Any, ...]) -> None:
-        """Keep ``report`` behind the batch being decoded on a thread (reports are acted
+        """Keep ``report`` behind the batch being decoded in slices (reports are acted
         on in the order they came), within :data:`MAX_BACKLOG_MESSAGES`."""
         if report[0] == "batch":
             if not self._wants_batch():
@@ -110,8 +103,8 @@ class ReportBacklog:
             self._nursery.start_soon(self._work_backlog)
 
     async def _work_backlog(self) -> None:
-        """Act on the backlog's reports in order, decoding each large batch on a thread
-        (see ``_decode.py``) while the trio thread goes on with everything else."""
+        """Act on the backlog's reports in order, decoding each large batch in slices
+        (see ``_slices.py``) while the other tasks go on between them."""
         backlog = self._backlog
         try:
             while backlog:
@@ -133,9 +126,7 @@ class ReportBacklog:
                     continue
                 parsed = None
                 if self._wants_batch():
-                    parsed = await trio.to_thread.run_sync(
-                        parse_batch, validator, text, None, limiter=_decoders()
-                    )
+                    parsed = await in_slices(parse_batch_steps(validator, text))
                 if backlog and backlog[0] is report:
                     backlog.popleft()
                     self._backlog_chars -= len(text)

@@ -18,7 +18,16 @@ from typing import Any, Final, NoReturn, Protocol, TypeAlias
 import attrs
 
 from .._types import JSON, Audio, Image, ImageDetail, Text
-from ._decode import TooDeep, TooLarge, decode_bounded, decode_inline, host_bytes
+from ._decode import (
+    Steps,
+    TooDeep,
+    TooLarge,
+    decode_inline,
+    decode_steps,
+    finish,
+    host_bytes,
+    host_bytes_steps,
+)
 
 _DETAILS: Final = {detail.value: detail for detail in ImageDetail}
 
@@ -101,10 +110,14 @@ class HeapMemoryExceeded:
 class Finished:
     """The program ended. ``writes`` maps each key it stored to the value's JSON text,
     exactly as the runtime's ``store`` serialized (and checked) it: the host keeps and
-    passes on that text without ever parsing it (see ``_session_runtime.py``)."""
+    passes on that text without ever parsing it (see ``_session_runtime.py``).
+    ``members`` maps each key to its member of the stored values' JSON object,
+    ``"key":"<the text as a JSON string>"``, encoded in steps while the batch was
+    parsed (:func:`member_steps`): the session then only joins them."""
 
     error_text: str | None
     writes: dict[str, str]
+    members: dict[str, str] = attrs.field(factory=dict, eq=False)
 
 
 EngineEvent: TypeAlias = (
@@ -195,6 +208,24 @@ def dumps(value: Any) -> str:
     return _ENCODER.encode(value)
 
 
+#: Characters of a stored value's text encoded between two yields of
+#: :func:`member_steps` (a fraction of a millisecond of the C encoder).
+MEMBER_CHUNK_CHARS = 256 * 1024
+
+
+def member_steps(key: str, text: str) -> Steps[str]:
+    """``dumps(key) + ":" + dumps(text)``, in steps of :data:`MEMBER_CHUNK_CHARS`: the
+    encoder escapes each character on its own (``ensure_ascii=False`` leaves every
+    other character, a lone surrogate too, as it is), so the pieces joined are the
+    same text. Encoding 8 MiB at once held the trio thread for 10 to 30 ms."""
+    parts = [dumps(key), ':"']
+    for start in range(0, len(text), MEMBER_CHUNK_CHARS):
+        parts.append(dumps(text[start : start + MEMBER_CHUNK_CHARS])[1:-1])
+        yield
+    parts.append('"')
+    return "".join(parts)
+
+
 #: Clock readings one message may carry (the runtime sends them in batches of 1024).
 MAX_CLOCK_READINGS = 1024
 
@@ -254,14 +285,20 @@ class MessageValidator:
         self._next_timer = 1
 
     def parse_batch(self, text: str, *, inline: bool | None = None) -> list[EngineEvent]:
-        """Parse one batch (a JSON array of messages) into events.
+        """:meth:`parse_batch_steps` run to its end in one go."""
+        return finish(self.parse_batch_steps(text, inline=inline))
 
-        A batch that ``decode_inline`` leaves to a thread is decoded by
-        :func:`decode_bounded`: stopped at the depth limit (two more levels for the
-        batch and its message) and at ``max_host_bytes`` of Python objects beyond its
-        strings' characters, without holding the GIL for long, so the isolate runs this
-        on a thread for such a batch (see ``isolate.py``); ``inline`` is what
-        ``decode_inline`` said, when the caller asked it already."""
+    def parse_batch_steps(
+        self, text: str, *, inline: bool | None = None
+    ) -> Steps[list[EngineEvent]]:
+        """Parse one batch (a JSON array of messages) into events, in steps.
+
+        A batch that ``decode_inline`` leaves to slices is decoded by
+        :func:`~._decode.decode_steps`: stopped at the depth limit (two more levels for
+        the batch and its message) and at ``max_host_bytes`` of Python objects beyond
+        its strings' characters, in steps, as are the host bytes of each tool input, so
+        the isolate drives these steps a slice at a time (see ``_backlog.py``);
+        ``inline`` is what ``decode_inline`` said, when the caller asked it already."""
         try:
             self._checked_depth = not (inline if inline is not None else decode_inline(text))
             if not self._checked_depth:
@@ -269,7 +306,7 @@ class MessageValidator:
             else:
                 # Checked first, then built: nothing is built of a batch over its budget.
                 for build in (False, True):
-                    batch = decode_bounded(
+                    batch = yield from decode_steps(
                         text,
                         max_depth=self._max_json_depth + 2,
                         max_bytes=self._max_host_bytes,
@@ -289,10 +326,18 @@ class MessageValidator:
         events: list[EngineEvent] = []
         for message in batch:
             try:
-                events.append(self._parse(message))
+                event = self._parse(message)
             except ProtocolViolation as violation:
                 violation.events_before = events
                 raise
+            if isinstance(event, ToolCallRequested) and isinstance(event.input, dict | list):
+                # What the input holds, counted in steps too (a walk of its objects).
+                size = yield from host_bytes_steps(event.input)
+                event = attrs.evolve(event, host_bytes=size)
+            elif isinstance(event, Finished) and event.writes:
+                for key, text in event.writes.items():
+                    event.members[key] = yield from member_steps(key, text)
+            events.append(event)
         return events
 
     def _parse(self, message: Any) -> EngineEvent:
@@ -380,7 +425,9 @@ class MessageValidator:
         # (A message's input is two levels down in its batch: decode_bounded checked it.)
         if not self._checked_depth and json_depth_exceeds(value, self._max_json_depth):
             raise ProtocolViolation(self._too_deep(f"tool `{ident}` input"))
-        return ToolCallRequested(call_id, ident, value, has_input, host_bytes(value))
+        # (The host bytes of an object input are counted by parse_batch_steps.)
+        size = 0 if isinstance(value, dict | list) else host_bytes(value)
+        return ToolCallRequested(call_id, ident, value, has_input, size)
 
     def _too_deep(self, what: str) -> str:
         # Also used when the text nests too deep for the JSON parser itself.

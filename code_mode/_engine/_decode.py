@@ -1,43 +1,54 @@
-"""Decoding a large message batch: bounded in depth and in host bytes, fit for a thread.
+"""Decoding a large message batch: bounded in depth and in host bytes, done in slices.
 
 Python's C JSON decoder holds the GIL for the whole of one call, and a batch of 16 Mi
 characters of nested arrays takes it seconds (a cyclic garbage collection runs every
 few hundred containers it creates, each visiting the containers made so far), builds
 twenty to fifty times its size in Python objects, and cannot be stopped on the way.
-Run on another thread it would still stall the trio thread for as long, since that
-thread needs the GIL too. :func:`decode_bounded` decodes in Python, one value at a
-time (strings and numbers still at C speed), so the interpreter switches threads
-every few milliseconds (``sys.getswitchinterval()``); it walks without recursion, stops
-at a depth, and counts what it builds as it goes, stopping at a budget before the
-objects exist. :func:`host_bytes` counts a decoded value the same way.
+:func:`decode_steps` decodes in Python, one value at a time (strings and numbers still
+at C speed), without recursion; it stops at a depth, and counts what it builds as it
+goes, stopping at a budget before the objects exist. It is a generator that yields
+every few hundred values, so whoever drives it can stop between two yields and let
+other work run (``_slices.py`` does, on the trio thread); :func:`decode_bounded` runs
+it to its end in one go. :func:`host_bytes_steps` counts a decoded value the same way,
+and :func:`text_depth_steps` checks a text's depth, both in steps too.
 
-The isolate decodes small batches on the trio thread with the C decoder, where a
-thread's hop would cost more than the decoding (:func:`decode_inline` says which),
-and hands the others to this module on a thread (see ``isolate.py``).
+Why not a thread: this is Python code, which holds the GIL. A trio thread that waits
+for the GIL behind a thread decoding waits up to ``sys.getswitchinterval()`` (5 ms)
+*each time* it gives the GIL up: on every ``epoll`` wait, every read of a pipe, every
+look at a worker's memory. A decode of 600 KiB on a thread (a third of a second) made
+the trio thread's passes take 20 to 40 ms each, more under load; the same work in
+slices of :data:`~._slices.SLICE_SECONDS` on the trio thread itself makes them take a
+slice.
+
+The isolate decodes small batches with the C decoder at once, where slicing would cost
+more than the decoding (:func:`decode_inline` says which), and the others in slices
+(see ``_backlog.py``).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import sys
+from collections.abc import Generator
 from json import scanner
 from json.decoder import scanstring  # type: ignore[attr-defined]
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
-#: Batches up to this many characters are decoded on the trio thread: the worst shape
-#: (nested empty arrays) takes the C decoder under two milliseconds at this size.
+#: Batches up to this many characters are decoded at once, with the C decoder: the
+#: worst shape (nested empty arrays) takes it under two milliseconds at this size.
 INLINE_BATCH_CHARS: Final = 8 * 1024
 
-#: Batches up to this many characters are decoded on the trio thread too when they
-#: hold few values (:data:`INLINE_VALUES`): mostly text, which the C decoder copies at
-#: hundreds of megabytes a second. Counting their values takes under a millisecond.
+#: Batches up to this many characters are decoded at once too when they hold few
+#: values (:data:`INLINE_VALUES`): mostly text, which the C decoder copies at hundreds
+#: of megabytes a second. Counting their values takes under a millisecond.
 INLINE_TEXT_CHARS: Final = 256 * 1024
 INLINE_VALUES: Final = 2048
 
 
 def decode_inline(text: str) -> bool:
-    """Whether ``text`` (a batch) is decoded on the trio thread: short, or mostly
+    """Whether ``text`` (a batch) is decoded at once, with the C decoder: short, or mostly
     strings (few brackets and commas, counted at C speed; those inside strings count
     too, which only errs towards the thread)."""
     length = len(text)
@@ -56,6 +67,25 @@ LIST_ITEM_BYTES: Final = 9  # a pointer, and a list's over-allocation as it grow
 DICT_ITEM_BYTES: Final = 40  # a dict's entry and index slot, at its usual load
 FLOAT_BYTES: Final = sys.getsizeof(0.5)
 STRING_HEADER_BYTES: Final = sys.getsizeof("")
+
+#: Values (or containers counted) between two yields of a steps generator: a few
+#: hundred microseconds of work, so that its driver can stop close to its deadline.
+STEP_VALUES: Final = 256
+
+T = TypeVar("T")
+Steps = Generator[None, None, T]
+"""Work done in steps: a generator that yields between them and returns its result."""
+
+
+def finish(steps: Steps[T]) -> T:
+    """Run ``steps`` to their end in one go; their result."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _NUMBER: Final = scanner.NUMBER_RE
@@ -87,6 +117,11 @@ def _finite(text: str) -> float:
 
 
 def decode_bounded(text: str, *, max_depth: int, max_bytes: int, build: bool = True) -> Any:
+    """:func:`decode_steps` run to its end in one go."""
+    return finish(decode_steps(text, max_depth=max_depth, max_bytes=max_bytes, build=build))
+
+
+def decode_steps(text: str, *, max_depth: int, max_bytes: int, build: bool = True) -> Steps[Any]:
     """``text`` decoded as strict JSON (no ``NaN``, no infinities), nesting at most
     ``max_depth`` arrays and objects deep, and taking at most ``max_bytes`` on the host
     beyond its strings' characters (those are bounded by the text's length itself: each
@@ -95,7 +130,8 @@ def decode_bounded(text: str, *, max_depth: int, max_bytes: int, build: bool = T
     Raises :class:`TooDeep`, :class:`TooLarge`, or ``ValueError`` for malformed text.
     With ``build`` false, only checks (and returns ``None``): no container is made, so
     a text over its budget is refused before it costs the host anything, not even the
-    cyclic garbage collector's passes over what it built so far.
+    cyclic garbage collector's passes over what it built so far. Yields every
+    :data:`STEP_VALUES` values.
     """
     skip: Any = _WHITESPACE.match  # (never None: the pattern matches the empty string)
     number = _NUMBER.match
@@ -105,7 +141,12 @@ def decode_bounded(text: str, *, max_depth: int, max_bytes: int, build: bool = T
     # Open containers, innermost last: [container, key its next value goes under].
     stack: list[list[Any]] = []
     index = skip(text, 0).end()
+    countdown = STEP_VALUES
     while True:
+        countdown -= 1
+        if not countdown:
+            countdown = STEP_VALUES
+            yield
         # -- one value at `index` ----------------------------------------------------
         char = text[index : index + 1]
         value: Any
@@ -203,39 +244,61 @@ def _key(text: str, index: int, memo: dict[str, str], skip: Any) -> tuple[str, i
 
 
 def text_depth_exceeds(text: str, limit: int) -> bool:
+    """:func:`text_depth_steps` run to its end in one go."""
+    return finish(text_depth_steps(text, limit))
+
+
+def text_depth_steps(text: str, limit: int) -> Steps[bool]:
     """Whether the JSON ``text`` nests deeper than ``limit`` (checked as
-    :func:`decode_bounded` checks, building nothing: fit for a thread)."""
+    :func:`decode_steps` checks, building nothing), in steps."""
     try:
-        decode_bounded(text, max_depth=limit, max_bytes=sys.maxsize, build=False)
+        yield from decode_steps(text, max_depth=limit, max_bytes=sys.maxsize, build=False)
     except TooDeep:
         return True
     return False
 
 
+#: What a list's children pair with in :func:`host_bytes_steps` (no key).
+_NO_KEYS: Final = itertools.repeat(None)
+
+
 def host_bytes(value: Any) -> int:
+    """:func:`host_bytes_steps` run to its end in one go."""
+    return finish(host_bytes_steps(value))
+
+
+def host_bytes_steps(value: Any) -> Steps[int]:
     """What ``value`` (decoded JSON) holds on the host, counted as
-    :func:`decode_bounded` counts it, strings with their characters (iterative)."""
+    :func:`decode_steps` counts it, strings with their characters (iterative), in
+    steps: yields every :data:`STEP_VALUES` values."""
     if isinstance(value, str):
         return string_bytes(value)
     if not isinstance(value, dict | list):
         return FLOAT_BYTES if isinstance(value, float) else sys.getsizeof(value)
     total = 0
+    countdown = STEP_VALUES
     stack: list[Any] = [value]
     while stack:
         item = stack.pop()
+        countdown -= 1  # (each container counts, an empty one too)
+        if not countdown:
+            countdown = STEP_VALUES
+            yield
         if isinstance(item, dict):
             total += DICT_BYTES + DICT_ITEM_BYTES * len(item)
-            for key, child in item.items():
-                total += sys.getsizeof(key)
-                if isinstance(child, dict | list):
-                    stack.append(child)
-                elif child is not None and not isinstance(child, bool):  # (singletons)
-                    total += sys.getsizeof(child)
+            children: Any = item.items()
         else:
             total += LIST_BYTES + LIST_ITEM_BYTES * len(item)
-            for child in item:
-                if isinstance(child, dict | list):
-                    stack.append(child)
-                elif child is not None and not isinstance(child, bool):  # (singletons)
-                    total += sys.getsizeof(child)
+            children = zip(_NO_KEYS, item, strict=False)
+        for key, child in children:
+            countdown -= 1
+            if not countdown:
+                countdown = STEP_VALUES
+                yield
+            if key is not None:
+                total += sys.getsizeof(key)
+            if isinstance(child, dict | list):
+                stack.append(child)
+            elif child is not None and not isinstance(child, bool):  # (singletons)
+                total += sys.getsizeof(child)
     return total

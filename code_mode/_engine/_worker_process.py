@@ -137,7 +137,7 @@ class WorkerProcess:
         self._retired = retired
         self._unconfined = unconfined
         self._process: trio.Process | None = None
-        self._send, self._receive = trio.open_memory_channel[bytes](float("inf"))
+        self._send, self._receive = trio.open_memory_channel[bytes | memoryview](float("inf"))
         # Frames go straight into the pipe (non-blocking) while the writer task has
         # nothing queued: no task switch per frame. Only what the pipe does not take
         # at once waits for the writer task, and then everything after it too.
@@ -246,7 +246,8 @@ class WorkerProcess:
                         chunks.append(self._receive.receive_nowait())
                     except (trio.WouldBlock, trio.EndOfChannel):
                         break
-                await commands.send_all(b"".join(chunks))
+                # (One frame alone is sent as it is: it may hold megabytes.)
+                await commands.send_all(chunks[0] if len(chunks) == 1 else b"".join(chunks))
                 self._queued -= len(chunks)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
@@ -462,7 +463,7 @@ class WorkerProcess:
         """Send one frame (never blocks)."""
         if not self.alive:
             return
-        data = command.encode()
+        data: bytes | memoryview = command.encode()
         if not self.alive:
             return
         fd = self._command_fd
@@ -475,7 +476,8 @@ class WorkerProcess:
                 return  # the pipe is broken: the reader sees the worker die
             if written == len(data):
                 return
-            data = data[written:]
+            if written:
+                data = memoryview(data)[written:]  # (the rest, not a copy of it)
         with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
             self._send.send_nowait(data)
             self._queued += 1

@@ -244,16 +244,9 @@ class Isolate(ReportBacklog, IsolateRecovery):
             settings += ',"import_error":' + dumps(module.import_error)
         if module.hidden_parameters:
             settings += ',"hidden":true'
-        self._send_text(
-            '{"t":"start","source":'
-            + dumps(module.body)
-            + ',"tools":'
-            + dumps(tools)
-            + settings
-            + ',"stored":'
-            + stored_json
-            + "}"
-        )
+        head = ('{"t":"start","source":', dumps(module.body), ',"tools":', dumps(tools))
+        # One join, one copy of the stored values (megabytes, maybe): `+` made one each.
+        self._send_text("".join((*head, settings, ',"stored":', stored_json, "}")))
 
     def interrupt(self) -> None:
         """Interrupt the program now (even ``while (true) {}``); :meth:`terminate`
@@ -380,7 +373,12 @@ class Isolate(ReportBacklog, IsolateRecovery):
             return
         if self._gate is not None and self._gate.holding:
             return  # goes once what is held has gone (_post_durable), with what came since
-        batch = _escape_lone_surrogates("[" + ",".join(self._outbox) + "]")
+        # "[" + ",".join(...) + "]" in one copy (a start command may hold megabytes).
+        parts = ["["]
+        for command in self._outbox:
+            parts += (command, ",")
+        parts[-1] = "]"
+        batch = _escape_lone_surrogates("".join(parts))
         self._outbox.clear()
         if self._journal is not None:
             self._journal.posted(batch)

@@ -1,5 +1,7 @@
-"""Decoding a large batch on a thread (``_engine/_decode.py``): the same values as the
-C decoder, the same refusals, a depth and a budget of host bytes checked as it goes."""
+"""Decoding a large batch in steps (``_engine/_decode.py``): the same values as the C
+decoder, the same refusals, a depth and a budget of host bytes checked as it goes, and
+a yield every few hundred values (so that it runs in slices of the trio thread's time,
+see ``test_slices.py``)."""
 
 from __future__ import annotations
 
@@ -10,15 +12,27 @@ from typing import Any
 
 import pytest
 
-from code_mode._engine._bridge import MessageValidator, ProtocolViolation, ToolCallRequested
+from code_mode._engine._bridge import (
+    MEMBER_CHUNK_CHARS,
+    Finished,
+    MessageValidator,
+    ProtocolViolation,
+    ToolCallRequested,
+    member_steps,
+)
 from code_mode._engine._decode import (
     INLINE_BATCH_CHARS,
+    STEP_VALUES,
+    Steps,
     TooDeep,
     TooLarge,
     decode_bounded,
     decode_inline,
+    decode_steps,
     host_bytes,
+    host_bytes_steps,
     text_depth_exceeds,
+    text_depth_steps,
 )
 
 
@@ -108,3 +122,62 @@ def test_a_large_batch_over_the_budget_or_too_deep_is_a_violation() -> None:
     deep = started + '{"a":' + "[" * 8 + "]" * 8 + "}, " + " " * 10_000 + '"x":1}]'
     with pytest.raises(ProtocolViolation, match=r"RuntimeConfig\.max_json_depth"):
         _validator().parse_batch(deep)
+
+
+def _yields(steps: Steps[Any]) -> tuple[int, Any]:
+    """How many times ``steps`` yield, and their result."""
+    count = 0
+    while True:
+        try:
+            next(steps)
+        except StopIteration as stop:
+            return count, stop.value
+        count += 1
+
+
+def test_the_steps_yield_every_few_hundred_values() -> None:
+    # 100 000 empty arrays (each a value, and a container of nothing), then one object
+    # of 20 000 keys and one list of 20 000 numbers.
+    value: Any = [[] for _ in range(100_000)] + [{str(i): i for i in range(20_000)}]
+    value.append(list(range(20_000)))
+    text = json.dumps(value)
+    least = 140_000 // STEP_VALUES - 1
+    for build in (False, True):
+        count, decoded = _yields(decode_steps(text, max_depth=4, max_bytes=1 << 30, build=build))
+        assert count >= least
+        assert decoded == (value if build else None)
+    count, size = _yields(host_bytes_steps(value))
+    assert count >= least
+    assert size == host_bytes(value)
+    count, deep = _yields(text_depth_steps(text, 1))
+    assert deep is True and count == 0  # (refused at the second bracket)
+    count, deep = _yields(text_depth_steps(text, 2))
+    assert deep is False and count >= least
+
+
+def test_a_stored_value_is_encoded_in_steps_as_json_dumps_encodes_it() -> None:
+    # Every character the encoder escapes, wide characters, and a lone surrogate, at
+    # the edges of the chunks too.
+    pieces = ['"', "\\", "\n", "\x00", "\x1f", "é", "\U0001f600", "\ud800", "x" * 1000]
+    rng = random.Random(26)
+    text = "".join(rng.choice(pieces) for _ in range(3 * MEMBER_CHUNK_CHARS // 100))
+    text += "\ud83d" * (MEMBER_CHUNK_CHARS - len(text) % MEMBER_CHUNK_CHARS) + "\ude00"
+    for key in ("k", 'a"\u00e9'):
+        count, member = _yields(member_steps(key, text))
+        expected = json.dumps(key, ensure_ascii=False) + ":" + json.dumps(text, ensure_ascii=False)
+        assert member == expected
+        assert count == -(-len(text) // MEMBER_CHUNK_CHARS)
+
+
+def test_a_finished_program_brings_its_members_encoded() -> None:
+    for size in (1000, 300_000):  # decoded at once, and in steps
+        writes = {"k": json.dumps(["x" * size, '"']), "j": "1"}
+        text = json.dumps([{"t": "started"}, {"t": "done", "error": None, "writes": writes}])
+        assert decode_inline(text) is (size == 1000)
+        events = _validator().parse_batch(text)
+        assert events[1] == Finished(None, writes)
+        assert isinstance(events[1], Finished)
+        assert events[1].members == {
+            key: json.dumps(key) + ":" + json.dumps(value, ensure_ascii=False)
+            for key, value in writes.items()
+        }

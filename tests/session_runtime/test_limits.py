@@ -476,6 +476,28 @@ async def test_stored_bytes_are_counted_alike_in_the_cell_and_on_the_host(
         assert event == Completed([Text("stored")])
 
 
+async def test_a_large_stored_value_reads_back_as_it_was_stored(isolation: str) -> None:
+    # Over a megabyte of JSON, with every character JSON escapes: its "done" message is
+    # decoded, and its member of the stored values encoded, in slices on the host.
+    async with SessionRuntime(GateDelegate(), config(isolation)) as runtime:
+        source = (
+            "const s = Array.from({ length: 50_000 }, (_, i) => "
+            "String.fromCharCode(i % 64) + '\"\\\\é😀' + i).join('');"
+            " store('k', { s, n: [1, 2.5, null] }); text(s.length);"
+        )
+        stored = await run_cell(runtime, source)
+        assert isinstance(stored, Completed) and stored.error_text is None
+        length = int(stored.content_items[0].text)  # type: ignore[union-attr]
+        assert length > 500_000
+        check = (
+            "const v = load('k'); const s = Array.from({ length: 50_000 }, (_, i) => "
+            "String.fromCharCode(i % 64) + '\"\\\\é😀' + i).join('');"
+            " text(v.s === s && JSON.stringify(v.n) === '[1,2.5,null]');"
+        )
+        assert await run_cell(runtime, check) == Completed([Text("true")])
+        assert runtime.stored_values["k"].startswith('{"s":"\\u0000\\"\\\\é😀0')
+
+
 # -- max_outstanding_tool_calls ------------------------------------------------------------
 
 
