@@ -8,7 +8,7 @@ Starts its own ``redis-server`` on a loopback port in a temporary folder (it mus
 installed), with no password and no persistence. Each operation is awaited one after
 another from one trio task (latency, not throughput): p50 and p99 in microseconds.
 Memory: ``MEMORY USAGE`` of an idle session's keys, and of a cell's keys once it holds
-a journal of 20 entries (a source, stored values, tool results) and 20 output events;
+a journal of 20 entries (a source, the output handed back, batches) and 20 output events;
 and ``INFO memory``'s ``used_memory`` growth over 1000 idle sessions.
 """
 
@@ -41,7 +41,9 @@ async def _latencies(op: Callable[[int], Awaitable[Any]], count: int) -> tuple[f
 async def _ops(store: Store, count: int) -> dict[str, tuple[float, float]]:
     session = await store.new_session()
     cell = await store.register_cell(session, "bench")
-    entry = JournalEntry("tool_result", '{"call": 1, "value": "' + "x" * 100 + '"}')
+    entry = JournalEntry(
+        "batch", '[{"t":"result","id":"tool-1","ok":true,"value":"' + "x" * 100 + '"}]'
+    )
     event = '{"text": "' + "y" * 100 + '"}'
     return {
         "new_session": await _latencies(lambda _: store.new_session(), count),
@@ -67,9 +69,9 @@ async def _memory(store: Any, redis: Any) -> dict[str, float]:
     await store.save_values(session, {"answer": "42"})
     cell = await store.register_cell(session, "bench")
     await store.append_journal(cell, JournalEntry("source", "x" * 200))
-    await store.append_journal(cell, JournalEntry("stored_values", '{"answer": 42}'))
+    await store.append_journal(cell, JournalEntry("handed", "0"))
     for index in range(18):
-        await store.append_journal(cell, JournalEntry("tool_result", f'{{"call": {index}}}'))
+        await store.append_journal(cell, JournalEntry("batch", f'[{{"t":"fire","id":{index}}}]'))
     for index in range(20):
         await store.append_event(cell, f'{{"text": "line {index}"}}')
     per_cell = sum(

@@ -65,13 +65,14 @@ async def test_journal_keeps_entries_in_order(make_store: StoreFactory) -> None:
     async with make_store() as store:
         cell = await store.register_cell(await store.new_session(), "server-a")
         entries = [
-            JournalEntry("source", "text('hi')"),
-            JournalEntry("stored_values", '{"k": 1}'),
-            JournalEntry("tool_result", '{"call": 1, "value": "x:y"}'),
-            JournalEntry("tool_error", "boom\nline two"),
-            JournalEntry("timer", "3"),
-            JournalEntry("notify_ack", "1"),
-            JournalEntry("nondeterministic", "0.25"),
+            JournalEntry("source", '{"source": "text(\'hi\')", "call_id": "exec-1"}'),
+            JournalEntry("handed", "0"),
+            JournalEntry("batch", '[{"t":"result","id":"tool-1","ok":true,"value":"x:y"}]'),
+            JournalEntry("clock", "[1796195064562.0]"),
+            JournalEntry("call", "tool-2"),
+            JournalEntry("rerun", "tool-2"),
+            JournalEntry("batch", '[{"t":"fire","id":3}]\nline two'),
+            JournalEntry("unusable", ""),
         ]
         for index, entry in enumerate(entries):
             assert await store.append_journal(cell, entry) == index
