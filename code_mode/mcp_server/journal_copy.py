@@ -41,16 +41,18 @@ _RETRY: Final = 0.5  # seconds before a write the store refused is tried again
 
 
 class StoreMirror:
-    """A cell's journal copied to ``store`` (see the module)."""
+    """A cell's journal copied to ``store`` (see the module). ``handle``: the cell's,
+    when it is known from the start (a resumed cell: what it does waits for the copy
+    from its first step)."""
 
-    def __init__(self, store: Store, source: str, call_id: str) -> None:
+    def __init__(self, store: Store, source: str, call_id: str, handle: str | None = None) -> None:
         self._store = store
         self._records: deque[tuple[JournalKind, str]] = deque(
             [("source", json.dumps({"source": source, "call_id": call_id}))]
         )
         self._recorded = 1  # records made (written or not)
         self._written = 0
-        self._handle: str | None = None
+        self._handle = handle
         self._unreachable = False
         self._progress = trio.Event()
         self._wake = trio.Event()

@@ -340,7 +340,7 @@ class RunningCells:
             runtime = entry.session.runtime
             if runtime.stored_values != values:
                 runtime.replace_stored_values(values)
-            mirror = StoreMirror(self._store, source, call_id)
+            mirror = StoreMirror(self._store, source, call_id, record.cell)
             request = ExecuteRequest(
                 tool_call_id=call_id,
                 enabled_tools=entry.session.toolset.enabled,
