@@ -240,3 +240,42 @@ async def test_a_stopped_servers_cell_is_resumed_by_another(redis_server: RedisS
                 "exec", {"code": 'text(JSON.stringify(load("kept")))', "session": session}
             )
             assert texts(kept)[2:] == [f'{{"r":{r},"a":1,"h":"resume open"}}'], texts(kept)
+
+
+async def test_a_draining_server_hands_its_cells_over(redis_server: RedisServer) -> None:
+    COUNTS.clear()
+    ENTERED["handover"] = trio.Event()
+    GATES["handover"] = trio.Event()
+    program = RESUMED.replace('"resume"', '"handover"')
+    with trio.fail_after(SAFETY):
+        async with (
+            open_store(redis_server.url, session_ttl=600, heartbeat_ttl=3) as b_store,
+            http_server(CodeModeMcpServer(tools=[count, hold], store=b_store)) as b_url,
+            Client(b_url) as b,
+            open_store(redis_server.url, session_ttl=600, heartbeat_ttl=3) as a_store,
+        ):
+            a_server = CodeModeMcpServer(tools=[count, hold], store=a_store)
+            async with http_server(a_server) as a_url, Client(a_url) as a:
+                started = await a.call_tool("exec", {"code": program})
+                running = RUNNING.match(texts(started)[0])
+                assert running is not None, texts(started)
+                cell = running.group(1)
+                await ENTERED["handover"].wait()  # `hold` is in flight on A
+                ENTERED["handover"] = trio.Event()
+                # A drains (still alive, heartbeating): it hands the cell over at once
+                # rather than waiting for it, and B resumes it.
+                await a_server.drain()
+                assert a_server.session_count == 0
+                # Retired at once (its heartbeat, 3 s, has not lapsed): dead, or claimed.
+                name = a_server._stateless.server
+                record = await b_store.cell(cell)
+                assert record is not None
+                assert name in await b_store.dead_servers() or record.server != name
+            await ENTERED["handover"].wait()  # `hold` runs again on B
+            GATES["handover"].set()
+            done = await b.call_tool("wait", {"cell_id": cell, "yield_time_ms": 20_000})
+            assert texts(done)[0].startswith("Script completed\n"), texts(done)
+            assert texts(done)[-1].startswith("done ") and texts(done)[-1].endswith(
+                " 1 handover open"
+            ), texts(done)
+            assert COUNTS == {"once": 1, "handover": 2}, COUNTS
