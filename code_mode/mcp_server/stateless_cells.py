@@ -32,7 +32,7 @@ import trio
 
 from .. import StartedCell
 from .._delegate import ExecuteRequest
-from .._errors import MissingCell
+from .._errors import MissingCell, ShuttingDown
 from .._resumption import Resumption
 from .._types import CellEvent, CellId, Completed, Pending, Terminated, YieldAfter, Yielded
 from .cell_events import encode_end, encode_output
@@ -168,8 +168,8 @@ class RunningCells:
                     started = None
                 else:
                     event = await runtime.observe(local, YieldAfter(PUMP_PERIOD))
-            except MissingCell:  # ended by a terminate command, or the session closed
-                event = Terminated([])
+            except (MissingCell, ShuttingDown):  # ended by a terminate command, or the
+                event = Terminated([])  # session closed (a drain past its deadline)
             except Exception as error:  # busy, terminating: look again shortly
                 logger.debug("pumping cell %s: %s", local, error)
                 await trio.sleep(PUMP_PERIOD)
@@ -312,11 +312,16 @@ class RunningCells:
                 self._claimed.pop(0)
 
     async def _take_over(self, pool: SessionPool, dead: str, record: CellRecord) -> None:
-        copy = await read_copy(self._store, record.cell) if not self._local else None
-        reason = "its server kept its journal in memory (a store in this process)"
-        if copy is not None:
-            reason = copy.resumption if isinstance(copy.resumption, str) else ""
-        if copy is not None and isinstance(copy.resumption, Resumption):
+        if self._local:
+            reason = "its server kept its journal in memory (a store in this process)"
+            await self._append_end(record.cell, _lost(reason))
+            return
+        copy = await read_copy(self._store, record.cell)
+        if copy is None:  # it ended (or expired) before its server could say so
+            await self._retrying(lambda: self._store.finish_cell(record.cell))
+            return
+        reason = copy.resumption if isinstance(copy.resumption, str) else ""
+        if isinstance(copy.resumption, Resumption):
             try:
                 await self._resume(pool, record, copy.source, copy.call_id, copy.resumption)
                 logger.warning("code mode server %s stopped: resumed its cell here", dead)
