@@ -62,6 +62,7 @@ class StatelessAgent:
     latencies: list[float] = attrs.Factory(list)
     spans: list[int] = attrs.Factory(list)
     attempts: int = 0  # execs sent (each program's label names its attempt)
+    doing: str = ""  # what the agent waits for now (a hang's report says it)
     # The counter when an exec's answer never came, or a program's end was lost on
     # the way: that program may run on unseen (resumed elsewhere) and, completing late,
     # write the counter it read then, over later programs' (the last writer wins).
@@ -119,6 +120,7 @@ class StatelessAgent:
             arguments["session"] = self.session
         requests_before = self.requests
         retried_before = len(self.retried)
+        self.doing = f"exec {label}"
         result = await self._call(client, "exec", arguments)
         self.orphaned_at.extend([self.count] * (len(self.retried) - retried_before))
         first = texts(result)
@@ -142,6 +144,7 @@ class StatelessAgent:
             cell = header.split("\n")[0].removeprefix("Script running with cell ID ")
             args: dict[str, object] = {"cell_id": cell, "yield_time_ms": WAIT_MS}
             retried_before = len(self.retried)
+            self.doing = f"wait {label} on {cell} ({len(items)} items so far)"
             result = await self._call(client, "wait", args)
             said = texts(result)
             if len(self.retried) > retried_before and f"exec cell {cell} not found" in said[-1]:

@@ -42,8 +42,10 @@ NOTES: list[Path] = []  # the current test's notes file, for report()
 
 def report(cluster: Cluster, agents: list[StatelessAgent]) -> str:
     wrong = [line for agent in agents for line in agent.wrong]
+    doing = "\n".join(f"{a.name} ({a.completed} done): {a.doing}" for a in agents)
     notes = f"\n--- calls run more than once:\n{repeated(NOTES[0])}" if NOTES else ""
-    return f"wrong results: {wrong[:5]}{notes}\n--- local.sh:\n{cluster.output()}"
+    servers = cluster.output()
+    return f"wrong results: {wrong[:5]}{notes}\n--- agents:\n{doing}\n--- local.sh:\n{servers}"
 
 
 def summary(title: str, agents: list[StatelessAgent], **facts: object) -> None:
