@@ -16,9 +16,6 @@ it hands back running (``Script running with cell ID <handle>``):
   completed are answered from the copy, a call that was in flight runs again at most
   once (or, for a tool that is not idempotent, the cell fails saying so), output the
   client was given is not given again, and the cell goes on live, pumped from here;
-* a draining server **hands its cells over** (:meth:`RunningCells.hand_over`): it
-  stops them, finishes copying their journals and retires from the registry, so
-  that the others claim them at once instead of waiting out ``drain_deadline``.
 """
 
 from __future__ import annotations
@@ -82,8 +79,6 @@ class RunningCells:
         self._pool: SessionPool | None = None
         # Cells this server pumps: handle -> (their session entry, the session's own id).
         self._pumped: dict[str, tuple[SessionEntry, CellId]] = {}
-        self._pumps_changed = trio.Event()
-        self._handing_over = False
         # Cells claimed from stopped servers and not yet resumed (the store failed).
         self._claimed: list[tuple[str, CellRecord]] = []
         # A store in this process (memory://) ends with it: a draining server waits for
@@ -147,7 +142,6 @@ class RunningCells:
                 await self._pumping(entry, handle, local, values, mirror, started)
                 copying.cancel_scope.cancel()
         finally:
-            self._pumps_changed.set()
             pool.close_if_quiet(entry.key)
 
     async def _pumping(
@@ -161,7 +155,7 @@ class RunningCells:
     ) -> None:
         assert entry.session is not None
         runtime = entry.session.runtime
-        while handle in self._pumped and not self._handing_over:
+        while handle in self._pumped:
             try:
                 if started is not None:
                     event: CellEvent = await started.initial_event()
@@ -183,22 +177,12 @@ class RunningCells:
             if isinstance(event, Completed):
                 await self._retrying(lambda: self._save(entry.key, values, runtime.stored_values))
             await self.end(handle, event)
-        if self._handing_over and handle in self._pumped:
-            # Stopped here, to be resumed by another server: no end is appended.
-            try:
-                await runtime.terminate(local)
-            except Exception as error:
-                logger.debug("handing over cell %s: %s", local, error)
-            if mirror is not None:
-                await mirror.flushed()
-            self._pumped.pop(handle, None)
 
     async def end(self, handle: str, event: CellEvent) -> None:
         """Append the cell's end, once (the pump and a terminate command may both see
         it), and take it off the registry."""
         if self._pumped.pop(handle, None) is None:
             return
-        self._pumps_changed.set()
         await self._append_end(handle, event)
 
     async def _append_end(self, handle: str, event: CellEvent) -> None:
@@ -275,7 +259,7 @@ class RunningCells:
                 await self.end(command.cell, event)
 
     async def _heartbeats(self) -> None:
-        while not self._handing_over:
+        while True:
             try:
                 await self._store.heartbeat(self._server)
             except StoreError as error:
@@ -285,10 +269,10 @@ class RunningCells:
     async def _reaper(self) -> None:
         """Claim the cells of servers that stopped heartbeating (one claimant wins
         each) and resume them here (see the module)."""
-        while not self._handing_over:
+        while True:
             await trio.sleep(self._store.heartbeat_ttl / 3)
             pool = self._pool
-            if pool is None or pool.draining or self._handing_over:
+            if pool is None or pool.draining:
                 continue
             try:
                 for dead in await self._store.dead_servers():
@@ -365,17 +349,3 @@ class RunningCells:
                 None,
                 started,
             )
-
-    async def hand_over(self) -> None:
-        """Stop this server's cells and let another server resume them now (see the
-        module); a local store keeps nothing to resume from, so then nothing is done."""
-        if self._local:
-            return
-        self._handing_over = True
-        while self._pumped:
-            self._pumps_changed = trio.Event()
-            await self._pumps_changed.wait()
-        try:
-            await self._store.retire(self._server)
-        except StoreError as error:
-            logger.warning("code mode store: %s (retiring: others claim after the TTL)", error)

@@ -3,7 +3,7 @@
 with ``wait`` on whichever server the balancer picks, stored values are read back
 across servers, every result is checked item by item; then one server is SIGKILLed
 mid-run (its programs are resumed by the others: none lost, no call that had
-completed runs again), then another gets SIGTERM (it hands its programs over).
+completed runs again), then another gets SIGTERM (it drains: its programs finish).
 
 Loopback only; skipped, naming the install command, without ``haproxy`` or
 ``redis-server``."""
@@ -135,8 +135,7 @@ async def test_stateless_clients_any_server_then_a_kill_then_a_drain(tmp_path: P
                     all_done_after_s=round(recovered_in, 1),
                 )
 
-                # 3. SIGTERM on another: it hands its programs over; they complete on
-                # the remaining server.
+                # 3. SIGTERM on another: it drains; its programs complete.
                 drained = cluster.servers[1]
                 os.kill(drained, signal.SIGTERM)
                 await crowd.each_completes(2)
