@@ -68,6 +68,7 @@ const rtReflectApply = Reflect.apply;
 const rtReflectConstruct = Reflect.construct;
 const rtReflectDefineProperty = Reflect.defineProperty;
 const rtReflectGet = Reflect.get;
+const rtReflectSet = Reflect.set;
 const rtReflectOwnKeys = Reflect.ownKeys;
 const rtProxy = Proxy;
 
@@ -130,6 +131,7 @@ const rtArrayPrototype = Array.prototype;
 const rtObject = Object;
 const rtArrayJoin = Array.prototype.join;
 const rtArrayPush = Array.prototype.push;
+const rtArraySort = Array.prototype.sort;
 const rtArrayValues = Array.prototype.values;
 const rtArrayToSpliced = Array.prototype.toSpliced;
 const rtArrayIncludes = Array.prototype.includes;
