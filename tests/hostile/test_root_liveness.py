@@ -61,7 +61,7 @@ HUGE = "{ length: 2 ** 53 - 1 }"
 SPARSE = "(() => { const a = []; a.length = 2 ** 32 - 1; a[7] = 1; return a })()"
 HUGE_WALKS = [
     f"Array.prototype.forEach.call({HUGE}, (x) => x)",
-    f"Array.prototype.map.call({{ length: 2 ** 32 - 1 }}, (x) => x)",
+    "Array.prototype.map.call({ length: 2 ** 32 - 1 }, (x) => x)",
     f"Array.prototype.filter.call({HUGE}, (x) => x)",
     f"Array.prototype.some.call({HUGE}, (x) => x)",
     f"Array.prototype.every.call({HUGE}, (x) => !x)",
@@ -70,8 +70,8 @@ HUGE_WALKS = [
     f"Array.prototype.find.call({HUGE}, Boolean)",
     f"Array.prototype.findLastIndex.call({HUGE}, Boolean)",
     f"Array.prototype.flatMap.call({HUGE}, (x) => x)",
-    f"Array.prototype.join.call({HUGE}, '')",
-    f"Array.prototype.toLocaleString.call({HUGE})",
+    "Array.prototype.join.call({ length: 2 ** 31 }, '')",
+    "Array.prototype.toLocaleString.call({ length: 2 ** 31 })",
     f"Array.prototype.copyWithin.call({HUGE}, 0, 1)",
     f"Array.prototype.reverse.call({HUGE})",
     f"Array.prototype.sort.call({HUGE})",
@@ -80,17 +80,22 @@ HUGE_WALKS = [
     f"Array.prototype.flat.call({HUGE})",
     f"Array.prototype.shift.call({HUGE})",
     "Array.prototype.unshift.call({ length: 2 ** 53 - 2 }, 1)",
-    "let n = 0; Array.prototype.forEach.call({ get length() { return n++ ? 2 ** 53 - 1 : 3 } }, Boolean)",
     f"{SPARSE}.forEach((x) => x)",
     f"{SPARSE}.map((x) => x)",
     f"{SPARSE}.join('')",
     f"{SPARSE}.sort()",
     f"{SPARSE}.reverse()",
+    f"String.raw({{ raw: {HUGE} }})",
 ]
+#: Terminated rather than stopped by the time limit (the same interrupt: a few).
+TERMINATED_WALKS = [HUGE_WALKS[0], HUGE_WALKS[14], HUGE_WALKS[-5], HUGE_WALKS[-1]]
 
 
-@pytest.mark.parametrize("how", ["time limit", "terminate"])
-@pytest.mark.parametrize("source", HUGE_WALKS)
+@pytest.mark.parametrize(
+    ("source", "how"),
+    [(source, "time limit") for source in HUGE_WALKS]
+    + [(source, "terminate") for source in TERMINATED_WALKS],
+)
 def test_a_walk_over_a_huge_length_ends_with_the_session(
     isolation: str, source: str, how: str
 ) -> None:
@@ -122,7 +127,11 @@ async def main():
     assert result.returncode == 0, result.describe()
     first = next(line for line in result.output.splitlines() if line.startswith("FIRST"))
     if how == "time limit":
-        assert "Script failed" in first and "max_cell_seconds" in first, result.describe()
+        assert "Script failed" in first, result.describe()
+        # (String.raw's text outgrows the memory limit first.)
+        assert "exceeded its running-time limit" in result.output or "String.raw" in source, (
+            result.describe()
+        )
     else:
         assert "Script terminated" in first, result.describe()
     closed = next(line for line in result.output.splitlines() if line.startswith("CLOSED"))
