@@ -68,7 +68,6 @@ const rtReflectApply = Reflect.apply;
 const rtReflectConstruct = Reflect.construct;
 const rtReflectDefineProperty = Reflect.defineProperty;
 const rtReflectGet = Reflect.get;
-const rtReflectSet = Reflect.set;
 const rtReflectOwnKeys = Reflect.ownKeys;
 const rtProxy = Proxy;
 

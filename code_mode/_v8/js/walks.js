@@ -63,9 +63,11 @@ const RT_WALKER_TRAPS = {
   get(target, key) {
     return key === "length" ? this.length : rtReflectGet(target, key, target);
   },
+  // An assignment (strict code): a failure throws V8's own TypeError, not a Proxy's.
   set(target, key, value) {
+    target[key] = value;
     if (key === "length") this.length = value;
-    return rtReflectSet(target, key, value, target);
+    return true;
   },
 };
 
