@@ -31,6 +31,7 @@ _PARTS = (
     "buffers.js",
     "estimates.js",
     "lengths.js",
+    "walks.js",
     "intl.js",
     "patterns.js",
     "allocations.js",

@@ -344,6 +344,7 @@ const rtInstallAllocationChecks = (function rtInstallAllocationChecks() {
     Array.prototype, "with", rtWholeArrayTrap,
     Array.prototype, "toSpliced", rtToSplicedTrap,
     Array, "from", rtArrayFromTrap,
+    String, "raw", rtStringRawTrap, // see walks.js
     String.prototype, "split", rtSplitTrap,
     String.prototype, "replaceAll", rtReplaceAllTrap,
     String.prototype, "padStart", rtPadTrap,
@@ -413,6 +414,10 @@ const rtInstallAllocationChecks = (function rtInstallAllocationChecks() {
   const searches = ["indexOf", "lastIndexOf", "includes"];
   for (let i = 0; i < searches.length; i++) {
     rtReflectApply(rtArrayPush, methods, [Array.prototype, searches[i], rtSearchTrap]);
+  }
+  const walks = rtObjectKeys(RT_WALKS); // see walks.js
+  for (let i = 0; i < walks.length; i++) {
+    rtReflectApply(rtArrayPush, methods, [Array.prototype, walks[i], rtWalkTrap]);
   }
   // As rtWrapMethod (buffers.js) does, written out: the proxy's handler has no
   // prototype, so a program's `Object.prototype.get` is no trap. (`kind`: the

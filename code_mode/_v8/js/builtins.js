@@ -130,6 +130,7 @@ const rtArrayPrototype = Array.prototype;
 const rtObject = Object;
 const rtArrayJoin = Array.prototype.join;
 const rtArrayPush = Array.prototype.push;
+const rtArraySort = Array.prototype.sort;
 const rtArrayValues = Array.prototype.values;
 const rtArrayToSpliced = Array.prototype.toSpliced;
 const rtArrayIncludes = Array.prototype.includes;
