@@ -175,13 +175,20 @@ async def test_calls_honour_cancellation_while_a_worker_is_stopped() -> None:
 
 
 async def test_a_stuck_disposal_delays_no_other_cell(isolation: str) -> None:
-    """A terminated cell stuck in ``sort`` (it ignores terminate-execution) keeps its
+    """A terminated cell stuck in V8's ``sort`` (it ignores terminate-execution) keeps its
     isolate busy for seconds; the other cells close meanwhile. In process mode the
     session also ends within ``isolate_close_timeout``, and the worker, once the stuck
     isolate is all it hosts, is killed."""
     delegate = GateDelegate(gates=["gate"], results={"gate": 7})
+    # Numbers sorted as strings (the default comparison): V8's sort of 4 Mi of them runs
+    # for many seconds without a check for termination. (A sparse array's sort, the
+    # example before, is now walked in JavaScript and stops at once: js/walks.js.)
+    # The array is built first (JavaScript, which terminate stops); `tools.go` says the
+    # sort is next.
     stuck_source = (
-        "new Array(2 ** 27).sort();" if isolation == "process" else ("new Array(2 ** 26).sort();")
+        "const a = [];"
+        " for (let i = 0; i < 2 ** 22; i++) a.push((i * 2654435761) % 4294967296);"
+        " await tools.go(); a.sort();"
     )
     async with (
         engine(isolation, worker_processes=1, warm_isolates=0, isolate_close_timeout=1.0) as eng,
@@ -194,8 +201,11 @@ async def test_a_stuck_disposal_delays_no_other_cell(isolation: str) -> None:
         pids = eng.worker_pids()
         workers = list(eng._pool.workers) if eng._pool is not None else []
         async with SessionRuntime(delegate, config(isolation), engine=eng) as runtime:
-            stuck = await runtime.execute(request(stuck_source), YieldAfter(0.2))
+            stuck = await runtime.execute(request(stuck_source, ["go"]), YieldAfter(0))
             assert await stuck.initial_event() == Yielded([])
+            assert (await delegate.next_call()).tool_name.name == "go"
+            # The sort starts as the result of `go` arrives: 0.3 s later it runs.
+            assert await runtime.observe(stuck.cell_id, YieldAfter(0.3)) == Yielded([])
             assert await runtime.terminate(stuck.cell_id) == Terminated([])
             done = await runtime.execute(request('text("done")'), YieldAfter(SAFETY))
             assert await done.initial_event() == Completed([Text("done")])
