@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import trio
@@ -96,10 +97,16 @@ class IsolateRecovery:
         self._validator = self._new_validator()
         self._plan = ResumePlan(resumption, not_idempotent)
         self._journal.restore(resumption)
-        self._batches_posted = self._replay_horizon = len(resumption.batches)
-        if resumption.clock:
-            self._post_with_probe('[{"t":"replay","clock":' + dumps(list(resumption.clock)) + "}]")
-        for batch in resumption.batches:
+        self._batches_posted = len(resumption.batches)
+        self._post_recorded(resumption.clock, resumption.batches)
+
+    def _post_recorded(self, clock: Sequence[float], batches: Sequence[str]) -> None:
+        """Post recorded batches to a new isolate, the clock readings they hand the
+        program first; what it reports is a replay's until the last has run."""
+        self._replay_horizon = self._batches_posted
+        if clock:
+            self._post_with_probe('[{"t":"replay","clock":' + dumps(list(clock)) + "}]")
+        for batch in batches:
             self._post_with_probe(batch)
         self._replay_tag = self._next_tag - 1
 
@@ -159,14 +166,8 @@ class IsolateRecovery:
         self._recovery = None
         self._native = native
         self._validator = self._new_validator()
-        self._replay_horizon = self._batches_posted
         journal.begin_replay()
-        clock = journal.clock_readings
-        if clock:
-            self._post_with_probe('[{"t":"replay","clock":' + dumps(clock) + "}]")
-        for batch in journal.batches:
-            self._post_with_probe(batch)
-        self._replay_tag = self._next_tag - 1
+        self._post_recorded(journal.clock_readings, journal.batches)
         logger.warning(
             "exec cell resumed on %s worker process (replay %d of %d, %d batches, "
             "%d events) after: %s",

@@ -41,16 +41,22 @@ _RETRY: Final = 0.5  # seconds before a write the store refused is tried again
 
 
 class StoreMirror:
-    """A cell's journal copied to ``store`` (see the module). ``handle``: the cell's,
-    when it is known from the start (a resumed cell: what it does waits for the copy
-    from its first step)."""
+    """A cell's journal copied to ``store`` (see the module). ``program``: the source
+    and ``exec`` call id of a cell started here, the copy's first record; ``handle``:
+    the cell's, when it is known from the start (a resumed cell, whose copy has its
+    program already: what it does waits for the copy from its first step)."""
 
-    def __init__(self, store: Store, source: str, call_id: str, handle: str | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        program: tuple[str, str] | None = None,
+        handle: str | None = None,
+    ) -> None:
         self._store = store
-        self._records: deque[tuple[JournalKind, str]] = deque(
-            [("source", json.dumps({"source": source, "call_id": call_id}))]
-        )
-        self._recorded = 1  # records made (written or not)
+        self._program = program
+        self._records: deque[tuple[JournalKind, str]] = deque()
+        self._recorded = 0  # records made (written or not)
         self._written = 0
         self._handle = handle
         self._unreachable = False
@@ -66,11 +72,8 @@ class StoreMirror:
 
     @property
     def behind(self) -> bool:
-        return self._handle is not None and not self._unreachable and self._lagging
-
-    @property
-    def _lagging(self) -> bool:
-        return self._written < self._recorded
+        lagging = self._written < self._recorded
+        return self._handle is not None and not self._unreachable and lagging
 
     async def caught_up(self) -> None:
         target = self._recorded
@@ -94,30 +97,31 @@ class StoreMirror:
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Write the copy under ``handle`` until cancelled (the cell ended), starting
-        with what was recorded before the cell had a handle; ``handed``: the output
-        items its ``exec`` call handed back (``None`` for a resumed cell, whose copy
-        already says). Started once what was recorded so far is written (or the store
-        failed): a handle is handed back only for a cell another server can resume."""
+        """Write the copy under ``handle`` until cancelled (the cell ended): first the
+        program and ``handed``, the output items its ``exec`` call handed back (``None``
+        for a resumed cell, whose copy already says), then what was recorded before the
+        cell had a handle, then the rest as it comes. Started once what was recorded so
+        far is written (or the store failed): a handle is handed back only for a cell
+        another server can resume."""
+        first: list[tuple[JournalKind, str]] = []
+        if self._program is not None:
+            source, call_id = self._program
+            first.append(("source", json.dumps({"source": source, "call_id": call_id})))
         if handed is not None:
-            self._records.insert(1, ("handed", str(handed)))
-            self._recorded += 1
-        else:
-            self._records.popleft()  # the copy has its source already
-            self._recorded -= 1
+            first.append(("handed", str(handed)))
+        self._records.extendleft(reversed(first))
+        self._recorded += len(first)
         self._handle = handle
-        started = False
         try:
-            await self._writing(handle, task_status, started)
+            await self._writing(handle, task_status)
         finally:
             # Not written any more (the cell ended, or its pump stopped): the cell
             # must not wait for a copy nobody writes.
             self._handle = None
             self._notify()
 
-    async def _writing(
-        self, handle: str, task_status: trio.TaskStatus[None], started: bool
-    ) -> None:
+    async def _writing(self, handle: str, task_status: trio.TaskStatus[None]) -> None:
+        started = False
         while True:
             while self._records:
                 kind, text = self._records[0]

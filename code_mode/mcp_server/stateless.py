@@ -271,7 +271,7 @@ class StatelessCalls:
         mirrors = _EXEC_MIRRORS.get()
         if mirrors is None:
             return None
-        mirror = StoreMirror(self._store, request.source, request.tool_call_id)
+        mirror = StoreMirror(self._store, program=(request.source, request.tool_call_id))
         mirrors.append(mirror)
         return mirror
 

@@ -92,11 +92,6 @@ class RunningCells:
         """Whether cells' journals are copied to the store (a shared store)."""
         return not self._local
 
-    @property
-    def pumped(self) -> int:
-        """Cells running on this server for stateless clients."""
-        return len(self._pumped)
-
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """The server's heartbeat, command loop and reaper, for the block."""
@@ -329,7 +324,7 @@ class RunningCells:
             runtime = entry.session.runtime
             if runtime.stored_values != values:
                 runtime.replace_stored_values(values)
-            mirror = StoreMirror(self._store, source, call_id, record.cell)
+            mirror = StoreMirror(self._store, handle=record.cell)
             request = ExecuteRequest(
                 tool_call_id=call_id,
                 enabled_tools=entry.session.toolset.enabled,

@@ -100,6 +100,7 @@ class Cluster:
 
     url: str
     servers: list[int] = attrs.Factory(list)  # pids, server 1 first
+    notes: Path | None = None  # where the servers' `tools.note` calls are logged
     balancer: int = 0
     exits: dict[int, int] = attrs.Factory(dict)
     exited_at: dict[int, float] = attrs.Factory(dict)  # trio time of the report
@@ -143,7 +144,7 @@ async def local_cluster(
     servers' ``tools.note`` calls append to."""
     require_haproxy()
     port = free_port_block(count + 2)  # the balancer, the servers, the store
-    cluster = Cluster(url=f"http://127.0.0.1:{port}/mcp")
+    cluster = Cluster(url=f"http://127.0.0.1:{port}/mcp", notes=notes)
     env = {
         **os.environ,
         "CODE_MODE_PYTHON": sys.executable,

@@ -37,13 +37,12 @@ CLIENTS = 24
 BOUND = 300.0  # seconds; a hang guard for a loaded two-core machine, not a measure
 
 
-NOTES: list[Path] = []  # the current test's notes file, for report()
-
-
 def report(cluster: Cluster, agents: list[StatelessAgent]) -> str:
     wrong = [line for agent in agents for line in agent.wrong]
     doing = "\n".join(f"{a.name} ({a.completed} done): {a.doing}" for a in agents)
-    notes = f"\n--- calls run more than once:\n{repeated(NOTES[0])}" if NOTES else ""
+    notes = ""
+    if cluster.notes is not None:
+        notes = f"\n--- calls run more than once:\n{repeated(cluster.notes)}"
     servers = cluster.output()
     return f"wrong results: {wrong[:5]}{notes}\n--- agents:\n{doing}\n--- local.sh:\n{servers}"
 
@@ -82,7 +81,6 @@ def repeated(notes: Path) -> str:
 
 async def test_stateless_clients_any_server_then_a_kill_then_a_drain(tmp_path: Path) -> None:
     notes = tmp_path / "notes"
-    NOTES[:] = [notes]
     async with local_cluster(SERVERS, notes=notes) as cluster:
         assert any(line.startswith("local.sh: store pid") for line in cluster.lines)
         agents = [StatelessAgent(f"c{i}", cluster.url) for i in range(CLIENTS)]

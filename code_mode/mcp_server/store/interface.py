@@ -18,6 +18,8 @@ from typing import Final, Literal, Protocol
 
 import attrs
 
+from ..._resumption import MirrorKind
+
 __all__ = [
     "DEFAULT_HEARTBEAT_TTL",
     "CellCommand",
@@ -39,13 +41,9 @@ server beats several times per period (a third of it, say), so that one slow bea
 not a death."""
 
 JournalKind = Literal[
+    MirrorKind,  # what the engine records (code_mode._resumption)
     "source",  # the program and the id of the exec call that ran it (JSON)
     "handed",  # how many output items the exec call handed back
-    "batch",  # a batch of commands posted to the isolate (its start, tool results, timers)
-    "clock",  # clock readings the program made (a JSON list)
-    "call",  # a tool call the server started (its id)
-    "rerun",  # a call in flight at a server's death, run again by the next (its id)
-    "unusable",  # the journal passed its limit: the cell cannot be resumed
 ]
 """What one journal entry records (``code_mode.mcp_server.journal_copy``): a server
 resuming the cell replays the batches in order (``code_mode._resumption``)."""
