@@ -370,6 +370,17 @@ class SessionRuntime:
         cell = await self._live_cell(cell_id)
         return await cell.request_terminate().wait()
 
+    async def quiesce(self, cell_id: CellId) -> None:
+        """Prepare ``cell_id`` to be stopped and resumed by another host (its host is
+        stopping on purpose): from now on its program's tool calls are not started
+        here (the host resuming it starts them), and this returns once every call
+        started here has been answered and the answer is in the cell's journal copy.
+        Only a cell with a journal mirror (``ExecuteRequest.journal_mirror``) is
+        affected; others return at once. Unbounded: a tool may take its time, so bound
+        it and then :meth:`terminate` the cell."""
+        cell = await self._live_cell(cell_id)
+        await cell.quiesce()
+
     async def preempt(self, cell_id: CellId) -> bool:
         """End the observation of ``cell_id`` in progress now (the initial event of an
         ``execute``, or an ``observe``): it resolves with ``Yielded`` and the output so

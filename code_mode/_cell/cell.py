@@ -269,6 +269,14 @@ class Cell(CellEnding):
             raise MissingCell(self.id)
         return waiter
 
+    async def quiesce(self) -> None:
+        """Start no tool call from now on, and return once every call started has
+        been answered and its answer journaled (``Isolate.quiesce``): the program may
+        then be stopped and resumed by another host without running a call twice."""
+        isolate = self._isolate
+        if isolate is not None and self._state.program_live:
+            await isolate.quiesce()
+
     def request_shutdown(self) -> None:
         """Session shutdown or drop: terminate, or discard a buffered completion."""
         if self._state.program_ending:

@@ -151,6 +151,10 @@ class Isolate(ReportBacklog, IsolateRecovery):
         self._replays = 0
         self._alone = False  # replayed on a worker of its own (a suspect)
         self._tool_kinds: dict[str, str] = {}
+        # A hand-over (quiesce): no call starts; those started and not yet answered.
+        self._holding_calls = False
+        self._calls_out: set[str] = set()
+        self._quiet: trio.Event | None = None
         self._native: IsolateHandle | None = None
         self._next_tag = FIRST_PROGRAM_TAG
         self._listener: EngineListener | None = None
@@ -301,6 +305,7 @@ class Isolate(ReportBacklog, IsolateRecovery):
             return False
         self._terminating = True
         self._outbox.clear()
+        self._quieter()
         self._cancel_all(native)
         return True
 
@@ -308,6 +313,7 @@ class Isolate(ReportBacklog, IsolateRecovery):
         """Free the isolate (stops any JavaScript still running, joins its thread)."""
         native, self._native = self._native, None
         self._closed = True
+        self._quieter()
         if self._gate is not None:
             self._gate.close()
         if self._recovery is not None:
@@ -343,9 +349,11 @@ class Isolate(ReportBacklog, IsolateRecovery):
         self._send_text(
             '{"t":"result","id":' + json.dumps(call_id) + ',"ok":true,"value":' + value_json + "}"
         )
+        self._answered(call_id)
 
     def send_tool_error(self, call_id: str, message: str) -> None:
         self._send({"t": "result", "id": call_id, "ok": False, "message": message})
+        self._answered(call_id)
 
     def send_timer_fired(self, timer_id: int) -> None:
         self._send_text('{"t":"fire","id":' + str(int(timer_id)) + "}")
@@ -370,6 +378,7 @@ class Isolate(ReportBacklog, IsolateRecovery):
         native = self._native
         if not self._outbox or native is None or self._terminating or self._failed:
             self._outbox.clear()
+            self._quieter()
             return
         if self._gate is not None and self._gate.holding:
             return  # goes once what is held has gone (_post_durable), with what came since
@@ -380,6 +389,7 @@ class Isolate(ReportBacklog, IsolateRecovery):
         parts[-1] = "]"
         batch = _escape_lone_surrogates("".join(parts))
         self._outbox.clear()
+        self._quieter()
         if self._journal is not None:
             self._journal.posted(batch)
         # The command's success is implied by the probe's, which the isolate runs
@@ -550,6 +560,7 @@ class Isolate(ReportBacklog, IsolateRecovery):
     def _fail(self, message: str) -> None:
         self._failed = True
         self._outbox.clear()
+        self._quieter()
         if self._gate is not None:
             self._gate.close()
         if self._native is not None:

@@ -63,6 +63,11 @@ class IsolateRecovery:
     _next_tag: int
     _closed: bool
     _failed: bool
+    _terminating: bool
+    _outbox: list[str]
+    _holding_calls: bool
+    _calls_out: set[str]
+    _quiet: trio.Event | None
 
     def _sink(self) -> IsolateSink:
         raise NotImplementedError
@@ -196,10 +201,47 @@ class IsolateRecovery:
         if not isinstance(event, ToolCallRequested) or self._gate is None:
             listener.on_engine_event(event)
             return True
+        if self._holding_calls:
+            # Handed over (quiesce): not started here, nor recorded; the host that
+            # resumes the cell replays the program up to this call and starts it.
+            return True
         self._gate.mirror.record("rerun" if verdict is Verdict.RERUN else "call", event.id)
+        self._calls_out.add(event.id)
         self._gate.after_durable(functools.partial(self._start_call, event))
         return True
 
     def _start_call(self, event: ToolCallRequested) -> None:
         if self._listener is not None and not (self._closed or self._failed):
             self._listener.on_engine_event(event)
+
+    # -- a hand-over to another host -------------------------------------------------
+
+    async def quiesce(self) -> None:
+        """Bring a mirrored cell's program to a point another host can resume it from
+        without running a tool call twice (its host is stopping on purpose): no tool
+        call starts here from now on (one the program makes is started by the host
+        that resumes it, whose replay reaches it again), and this returns once every
+        call started here has been answered and its answer is journaled, or once the
+        isolate is ending. The program keeps running meanwhile; stop it after this
+        returns. Unbounded (a tool may take its time): the caller bounds it."""
+        if self._gate is None:
+            return  # not mirrored: nothing to resume from, nothing to wait for
+        self._holding_calls = True
+        while (self._calls_out or self._outbox) and not self._ending():
+            self._quiet = trio.Event()
+            await self._quiet.wait()
+
+    def _ending(self) -> bool:
+        return self._closed or self._failed or self._terminating
+
+    def _answered(self, call_id: str) -> None:
+        """``call_id``'s answer is on its way to the isolate (in the outbox)."""
+        self._calls_out.discard(call_id)
+        self._quieter()
+
+    def _quieter(self) -> None:
+        """Wake :meth:`quiesce` to look again (a call answered, the outbox posted, the
+        isolate ending)."""
+        if self._quiet is not None:
+            self._quiet.set()
+            self._quiet = None

@@ -135,6 +135,13 @@ def build_parser() -> argparse.ArgumentParser:
         "terminated and the server exits (default 60)",
     )
     limits.add_argument(
+        "--handover-grace",
+        type=float,
+        metavar="SECONDS",
+        help="on SIGTERM with a shared --store, how long a stateless program's tool calls "
+        "in flight may take to finish before it is handed to another server (default 10)",
+    )
+    limits.add_argument(
         "--exec-retry-window",
         type=float,
         metavar="SECONDS",

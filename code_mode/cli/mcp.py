@@ -53,7 +53,7 @@ def server_limits(args: argparse.Namespace) -> ServerLimits:
         value = getattr(args, name, None)
         if value is not None:
             given[name] = None if value == "never" else value
-    for name in ("drain_deadline", "exec_retry_window"):
+    for name in ("drain_deadline", "handover_grace", "exec_retry_window"):
         if getattr(args, name, None) is not None:
             given[name] = getattr(args, name)
     return ServerLimits(**given)

@@ -115,8 +115,8 @@ class StoreMirror:
         try:
             await self._writing(handle, task_status)
         finally:
-            # Not written any more (the cell ended, or its pump stopped): the cell
-            # must not wait for a copy nobody writes.
+            # Not written any more (the cell ended, or its server hands it over): the
+            # cell must not wait for a copy nobody writes.
             self._handle = None
             self._notify()
 

@@ -28,6 +28,10 @@ DEFAULT_MAX_REQUEST_BODY_BYTES: Final = 4 * 1024 * 1024
 DEFAULT_DRAIN_DEADLINE: Final = 60.0
 """Seconds a stopping server (SIGTERM) lets running programs finish (default 60)."""
 
+DEFAULT_HANDOVER_GRACE: Final = 10.0
+"""Seconds a draining server lets a stateless cell's tool calls in flight finish before
+it hands the cell over to another server (default 10)."""
+
 DEFAULT_EXEC_RETRY_WINDOW: Final = 120.0
 """Seconds an abandoned ``exec`` waits for its client's retry (default 120)."""
 
@@ -91,6 +95,16 @@ class ServerLimits:
     terminated: a call waiting on one gets ``Script terminated`` and a text saying the
     server stopped. A supervisor's grace period (Kubernetes'
     ``terminationGracePeriodSeconds``) must be longer."""
+
+    handover_grace: float = attrs.field(default=DEFAULT_HANDOVER_GRACE, validator=_positive_seconds)
+    """Seconds a draining server with a shared store (``--store redis://...``) gives a
+    stateless client's running program to finish its tool calls in flight before it
+    stops the program and hands it to another server, which resumes it (default 10).
+    No new call starts meanwhile (the server resuming the program starts it). A call
+    still running at the end is cancelled and runs again on the server that resumes
+    the program: once, and only for an idempotent tool; a program whose
+    non-idempotent call was cancelled so fails there, saying why. Counted within
+    ``drain_deadline``."""
 
     exec_retry_window: float = attrs.field(
         default=DEFAULT_EXEC_RETRY_WINDOW, validator=_positive_seconds

@@ -199,13 +199,21 @@ class CodeModeMcpServer:
         session). Returns once every session is closed, or at
         ``limits.drain_deadline``: then the programs still running are terminated, a
         call waiting on one gets ``Script terminated`` and a text saying why. Before
-        returning it lets the responses in flight be sent (up to 5 seconds)."""
+        returning it lets the responses in flight be sent (up to 5 seconds).
+
+        With a shared store, the cells of stateless clients do not wait for the
+        deadline: they are handed over (their tool calls in flight finish, for up to
+        ``limits.handover_grace``; then they are stopped here, their journals complete
+        in the store, and this server retired from its registry) and another server
+        resumes them at once."""
         self._draining = True
         pool = self._pool
         if pool is not None:
             pool.draining = True
             deadline = self._limits.drain_deadline
             with trio.move_on_after(deadline) as waiting:
+                # Stateless cells go to another server at once (with a shared store).
+                await self._stateless.cells.hand_over(self._limits.handover_grace)
                 await pool.settle()
                 await self._stateless.cells.settle()  # stateless ends still to be collected
             if waiting.cancelled_caught:

@@ -185,7 +185,8 @@ class StatelessCalls:
             if name == EXEC_TOOL_NAME:
                 if draining:
                     raise Refused(NO_NEW_PROGRAMS)
-                key, items = await self._exec(ctx, pool, arguments)
+                with self._cells.starting():  # (no checkpoint since the check above)
+                    key, items = await self._exec(ctx, pool, arguments)
             else:
                 key, items = await _reporting(ctx, lambda: self._wait(arguments))
         except Refused as refusal:

@@ -16,13 +16,19 @@ it hands back running (``Script running with cell ID <handle>``):
   completed are answered from the copy, a call that was in flight runs again at most
   once (or, for a tool that is not idempotent, the cell fails saying so), output the
   client was given is not given again, and the cell goes on live, pumped from here;
+* a draining server **hands its cells over** (:meth:`RunningCells.hand_over`): it
+  lets the ``exec`` calls in progress register their cells, lets each cell's tool
+  calls in flight finish (starting no new one: the server resuming the cell starts
+  it), stops the cells, finishes copying their journals and retires from the
+  registry, so that the others claim them at once instead of waiting out
+  ``drain_deadline``.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Final
 
 import trio
@@ -79,6 +85,15 @@ class RunningCells:
         self._pool: SessionPool | None = None
         # Cells this server pumps: handle -> (their session entry, the session's own id).
         self._pumped: dict[str, tuple[SessionEntry, CellId]] = {}
+        self._pumps_changed = trio.Event()
+        self._starting = 0  # exec calls that may yet register a cell here
+        # A drain hands the cells over (hand_over): what runs here stops, in order.
+        self._handing_over = False
+        self._handover_grace = 0.0
+        self._reaping = trio.Lock()  # held by a pass of the reaper
+        self._heartbeat_sleep = trio.CancelScope()
+        self._heartbeats_done = trio.Event()
+        self._heartbeating = False
         # Cells claimed from stopped servers and not yet resumed (the store failed).
         self._claimed: list[tuple[str, CellRecord]] = []
         # A store in this process (memory://) ends with it: a draining server waits for
@@ -91,6 +106,18 @@ class RunningCells:
     def copies_journals(self) -> bool:
         """Whether cells' journals are copied to the store (a shared store)."""
         return not self._local
+
+    @contextmanager
+    def starting(self) -> Iterator[None]:
+        """Around an ``exec`` call that may register a cell here: a hand-over waits
+        for it. Enter it in the same step as the check that the server is not
+        draining (no checkpoint between), so that no ``exec`` slips past both."""
+        self._starting += 1
+        try:
+            yield
+        finally:
+            self._starting -= 1
+            self._pumps_changed.set()
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -137,6 +164,7 @@ class RunningCells:
                 await self._pumping(entry, handle, local, values, mirror, started)
                 copying.cancel_scope.cancel()
         finally:
+            self._pumps_changed.set()
             pool.close_if_quiet(entry.key)
 
     async def _pumping(
@@ -150,7 +178,7 @@ class RunningCells:
     ) -> None:
         assert entry.session is not None
         runtime = entry.session.runtime
-        while handle in self._pumped:
+        while handle in self._pumped and not self._handing_over:
             try:
                 if started is not None:
                     event: CellEvent = await started.initial_event()
@@ -172,12 +200,46 @@ class RunningCells:
             if isinstance(event, Completed):
                 await self._retrying(lambda: self._save(entry.key, values, runtime.stored_values))
             await self.end(handle, event)
+        if self._handing_over and handle in self._pumped:
+            await self._hand_over_cell(entry, handle, local, values, mirror)
+
+    async def _hand_over_cell(
+        self,
+        entry: SessionEntry,
+        handle: str,
+        local: CellId,
+        values: dict[str, str],
+        mirror: StoreMirror | None,
+    ) -> None:
+        """Stop the cell here, to be resumed by another server: its tool calls in
+        flight finish first (for up to the grace), no new one starts, and its journal
+        copy is complete before the server retires. No end is appended, unless the
+        program completed meanwhile: then it ends here, as it would have."""
+        assert entry.session is not None
+        runtime = entry.session.runtime
+        try:
+            with trio.move_on_after(self._handover_grace):
+                await runtime.quiesce(local)
+            event: CellEvent | None = await runtime.terminate(local)
+        except Exception as error:  # ended meanwhile (the pump's last event had it)
+            logger.debug("handing over cell %s: %s", local, error)
+            event = None
+        if isinstance(event, Completed):
+            if mirror is not None:
+                await mirror.flushed()
+            await self._retrying(lambda: self._save(entry.key, values, runtime.stored_values))
+            await self.end(handle, event)
+            return
+        if mirror is not None:
+            await mirror.flushed()
+        self._pumped.pop(handle, None)
 
     async def end(self, handle: str, event: CellEvent) -> None:
         """Append the cell's end, once (the pump and a terminate command may both see
         it), and take it off the registry."""
         if self._pumped.pop(handle, None) is None:
             return
+        self._pumps_changed.set()
         await self._append_end(handle, event)
 
     async def _append_end(self, handle: str, event: CellEvent) -> None:
@@ -254,41 +316,55 @@ class RunningCells:
                 await self.end(command.cell, event)
 
     async def _heartbeats(self) -> None:
-        while True:
-            try:
-                await self._store.heartbeat(self._server)
-            except StoreError as error:
-                logger.warning("code mode store: %s (heartbeat)", error)
-            await trio.sleep(self._store.heartbeat_ttl / 3)
+        self._heartbeating = True
+        try:
+            while not self._handing_over:
+                try:
+                    await self._store.heartbeat(self._server)
+                except StoreError as error:
+                    logger.warning("code mode store: %s (heartbeat)", error)
+                if self._handing_over:
+                    break
+                # (No checkpoint since the check: a hand-over cancels this sleep.)
+                self._heartbeat_sleep = trio.CancelScope()
+                with self._heartbeat_sleep:
+                    await trio.sleep(self._store.heartbeat_ttl / 3)
+        finally:
+            self._heartbeats_done.set()
 
     async def _reaper(self) -> None:
         """Claim the cells of servers that stopped heartbeating (one claimant wins
         each) and resume them here (see the module)."""
-        while True:
+        while not self._handing_over:
             await trio.sleep(self._store.heartbeat_ttl / 3)
-            pool = self._pool
-            if pool is None or pool.draining:
-                continue
+            async with self._reaping:
+                await self._reap()
+
+    async def _reap(self) -> None:
+        """One pass of the reaper."""
+        pool = self._pool
+        if pool is None or pool.draining or self._handing_over:
+            return
+        try:
+            for dead in await self._store.dead_servers():
+                claimed = await self._store.claim_cells(dead, self._server)
+                self._claimed.extend((dead, record) for record in claimed)
+        except StoreError as error:
+            logger.warning("code mode store: %s (looking for stopped servers)", error)
+        # Claimed cells are this server's to resume or end, whatever fails: a cell
+        # nobody resumes would keep its clients waiting for ever.
+        while self._claimed:
+            dead, record = self._claimed[0]
             try:
-                for dead in await self._store.dead_servers():
-                    claimed = await self._store.claim_cells(dead, self._server)
-                    self._claimed.extend((dead, record) for record in claimed)
+                await self._take_over(pool, dead, record)
             except StoreError as error:
-                logger.warning("code mode store: %s (looking for stopped servers)", error)
-            # Claimed cells are this server's to resume or end, whatever fails: a cell
-            # nobody resumes would keep its clients waiting for ever.
-            while self._claimed:
-                dead, record = self._claimed[0]
-                try:
-                    await self._take_over(pool, dead, record)
-                except StoreError as error:
-                    logger.warning("code mode store: %s (resuming a claimed cell)", error)
-                    break  # tried again at the next pass
-                except Exception as error:
-                    logger.exception("resuming cell %s failed", record.cell)
-                    reason = f"resuming it failed: {error}"
-                    await self._append_end(record.cell, _lost(reason))  # retries itself
-                self._claimed.pop(0)
+                logger.warning("code mode store: %s (resuming a claimed cell)", error)
+                break  # tried again at the next pass
+            except Exception as error:
+                logger.exception("resuming cell %s failed", record.cell)
+                reason = f"resuming it failed: {error}"
+                await self._append_end(record.cell, _lost(reason))  # retries itself
+            self._claimed.pop(0)
 
     async def _take_over(self, pool: SessionPool, dead: str, record: CellRecord) -> None:
         if self._local:
@@ -306,6 +382,10 @@ class RunningCells:
                 logger.warning("code mode server %s stopped: resumed its cell here", dead)
                 return
             except Refused as refusal:
+                if pool.draining:
+                    # This server is stopping: the cell stays registered here, and
+                    # the server that claims this one's cells resumes it.
+                    return
                 reason = f"no server could take it: {refusal}"
         logger.warning("code mode server %s stopped: ending its cell (%s)", dead, reason)
         await self._append_end(record.cell, _lost(reason))
@@ -344,3 +424,29 @@ class RunningCells:
                 None,
                 started,
             )
+
+    async def hand_over(self, grace: float) -> None:
+        """Stop this server's cells and let another server resume them now (see the
+        module): each cell's tool calls in flight get up to ``grace`` seconds to finish
+        (one still running then is cancelled, and runs again where the cell resumes).
+        A local store keeps nothing to resume from, so then nothing is done. In order:
+        no pass of the reaper is left half done (a cell it resumed here is handed over
+        in turn), every ``exec`` in progress has registered its cell, every cell is
+        stopped with its journal copy complete, the heartbeat has stopped; only then
+        is the server retired, so no cell is registered here after its claim."""
+        if self._local:
+            return
+        self._handing_over = True
+        self._handover_grace = grace
+        async with self._reaping:
+            pass
+        while self._pumped or self._starting:
+            self._pumps_changed = trio.Event()
+            await self._pumps_changed.wait()
+        self._heartbeat_sleep.cancel()
+        if self._heartbeating:
+            await self._heartbeats_done.wait()
+        try:
+            await self._store.retire(self._server)
+        except StoreError as error:
+            logger.warning("code mode store: %s (retiring: others claim after the TTL)", error)

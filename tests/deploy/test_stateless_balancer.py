@@ -3,7 +3,7 @@
 with ``wait`` on whichever server the balancer picks, stored values are read back
 across servers, every result is checked item by item; then one server is SIGKILLed
 mid-run (its programs are resumed by the others: none lost, no call that had
-completed runs again), then another gets SIGTERM (it drains: its programs finish).
+completed runs again), then another gets SIGTERM (it hands its programs over).
 
 Loopback only; skipped, naming the install command, without ``haproxy`` or
 ``redis-server``."""
@@ -79,6 +79,19 @@ def repeated(notes: Path) -> str:
     return "\n".join(line for line in lines if line.split("\t")[0] in again)
 
 
+def handed_over(notes: Path, server: int) -> set[str]:
+    """The programs whose calls ran on ``server`` and then on another server."""
+    runs: dict[str, list[int]] = {}
+    for line in notes.read_text().splitlines():
+        label, pid, _ = line.split("\t")
+        runs.setdefault(label.rsplit(" step", 1)[0], []).append(int(pid))
+    return {
+        program
+        for program, pids in runs.items()
+        if server in pids and any(pid != server for pid in pids[pids.index(server) :])
+    }
+
+
 async def test_stateless_clients_any_server_then_a_kill_then_a_drain(tmp_path: Path) -> None:
     notes = tmp_path / "notes"
     async with local_cluster(SERVERS, notes=notes) as cluster:
@@ -133,15 +146,32 @@ async def test_stateless_clients_any_server_then_a_kill_then_a_drain(tmp_path: P
                     all_done_after_s=round(recovered_in, 1),
                 )
 
-                # 3. SIGTERM on another: it drains; its programs complete.
+                # 3. SIGTERM on another: it hands its programs over (calls in flight
+                # finish there, the rest run on the remaining server), then exits.
+                marked = len(notes.read_text().splitlines())
                 drained = cluster.servers[1]
                 os.kill(drained, signal.SIGTERM)
+                drained_at = trio.current_time()
+                assert await cluster.exit_status(drained) == 0
+                drained_in = trio.current_time() - drained_at
                 await crowd.each_completes(2)
                 stop.set()
-                assert await cluster.exit_status(drained) == 0
                 assert [pid for agent in agents for pid in agent.lost] == []
                 assert not any(agent.wrong for agent in agents), report(cluster, agents)
-                summary("SIGTERM", agents, execs_refused=sum(a.refused for a in agents))
+                handed = handed_over(notes, drained)
+                assert handed, "no program of the drained server moved to another"
+                # Nothing ran twice: a call in flight finished before its program moved.
+                since = Counter(line.split("\t")[0] for line in notes.read_text().splitlines())
+                twice = [line for line in notes.read_text().splitlines()[marked:]
+                         if since[line.split("\t")[0]] > 1]  # fmt: skip
+                assert twice == [], twice
+                summary(
+                    "SIGTERM",
+                    agents,
+                    programs_handed_over=len(handed),
+                    server_exited_after_s=round(drained_in, 1),
+                    execs_refused=sum(a.refused for a in agents),
+                )
         # Stored values: each session's counter went up once per completed program
         # (each program checked it: stateless_agent.py), unless a program whose answer
         # was lost completed late and wrote the counter it had read (the last writer

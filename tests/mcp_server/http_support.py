@@ -1,5 +1,5 @@
 """Shared by the tests of the server's HTTP side: a server on 127.0.0.1, SDK clients,
-raw HTTP requests, and a tool a test opens like a gate."""
+raw HTTP requests, tools a test opens like a gate, and a tool that counts its calls."""
 
 from __future__ import annotations
 
@@ -28,6 +28,28 @@ GATES: dict[str, trio.Event] = {}
 @tool
 async def gate(name: str) -> str:
     """Wait until the test opens the gate ``name``."""
+    await GATES.setdefault(name, trio.Event()).wait()
+    return f"{name} open"
+
+
+COUNTS: dict[str, int] = {}
+"""How often :func:`count` and :func:`hold` ran, by name."""
+ENTERED: dict[str, trio.Event] = {}
+"""Set when :func:`hold` is entered, by name."""
+
+
+@tool
+async def count(name: str) -> int:
+    """Count the calls of ``name`` (a tool that must never run twice)."""
+    COUNTS[name] = COUNTS.get(name, 0) + 1
+    return COUNTS[name]
+
+
+@tool
+async def hold(name: str) -> str:
+    """Say it was entered, then wait until the test opens the gate ``name``."""
+    COUNTS[name] = COUNTS.get(name, 0) + 1
+    ENTERED.setdefault(name, trio.Event()).set()
     await GATES.setdefault(name, trio.Event()).wait()
     return f"{name} open"
 

@@ -14,11 +14,10 @@ import mcp.types as types
 import trio
 from mcp import Client
 
-from code_mode import tool
 from code_mode.mcp_server import CodeModeMcpServer
 from code_mode.mcp_server.store import open_store
 
-from .http_support import GATES, gate, http_server, texts
+from .http_support import COUNTS, ENTERED, GATES, count, gate, hold, http_server, texts
 from .store.redis_server import RedisServer
 
 SAFETY = 60
@@ -166,26 +165,6 @@ async def test_a_store_outage_fails_calls_clearly_and_cells_catch_up(
             done = await a.call_tool("wait", {"cell_id": running.group(1), "yield_time_ms": 20_000})
             assert texts(done)[0].startswith("Script completed\n"), texts(done)
             assert texts(done)[2:] == ["after"]
-
-
-COUNTS: dict[str, int] = {}
-ENTERED: dict[str, trio.Event] = {}
-
-
-@tool
-async def count(name: str) -> int:
-    """Count the calls of ``name`` (a tool that must never run twice)."""
-    COUNTS[name] = COUNTS.get(name, 0) + 1
-    return COUNTS[name]
-
-
-@tool
-async def hold(name: str) -> str:
-    """Say it was entered, then wait until the test opens the gate ``name``."""
-    COUNTS[name] = COUNTS.get(name, 0) + 1
-    ENTERED.setdefault(name, trio.Event()).set()
-    await GATES.setdefault(name, trio.Event()).wait()
-    return f"{name} open"
 
 
 RESUMED = """// @exec: {"yield_time_ms": 50}

@@ -261,6 +261,67 @@ async def test_nothing_reaches_a_tool_or_the_isolate_before_its_record_is_durabl
         assert isinstance(end, Completed) and texts(end) == ['{"n":1}'], end
 
 
+HANDED_OVER = """
+const a = await tools.first({ n: 1 });
+const b = await tools.hold({ n: 2 });
+const c = await tools.first({ n: 3 });
+text(`${a.n} ${b.n} ${c.n}`);
+"""
+
+
+async def test_a_quiesced_cell_changes_hosts_without_a_call_run_twice(isolation: str) -> None:
+    # A host stopping on purpose (a drain): the call in flight finishes there, the next
+    # one does not start there, and the host that resumes the cell starts it.
+    mirror = Mirror()
+    delegate = GateDelegate(gates=["hold"])
+    async with host(delegate, mirror, isolation) as a, trio.open_nursery() as nursery:
+        started = await a.execute(request(HANDED_OVER, ["first", "hold"]), PendingFrontier())
+        cell = started.cell_id
+        assert [(await delegate.next_call()).tool_name.name for _ in "ab"] == ["first", "hold"]
+        quiet = trio.Event()
+
+        async def quiesce() -> None:
+            await a.quiesce(cell)
+            quiet.set()
+
+        nursery.start_soon(quiesce)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not quiet.is_set()  # `hold` is in flight: it may finish here
+        delegate.release("hold")
+        with trio.fail_after(30):
+            await quiet.wait()
+        # The program went on to call `first({n: 3})` and waits on it: not started here.
+        assert texts(await a.observe(cell, PendingFrontier())) == []
+        assert calls_made(delegate) == []
+        assert texts(await a.terminate(cell)) == []
+        handed, copy = a.output_handed(cell), mirror.copy()
+    assert [text for kind, text in copy if kind in ("call", "rerun")] == ["tool-1", "tool-2"]
+    b_delegate = GateDelegate()
+    async with host(b_delegate, None, isolation) as b:
+        resumed = attrs.evolve(
+            request(HANDED_OVER, ["first", "hold"]),
+            resume=resumption_from_records(copy, handed=handed),
+        )
+        end = await (await b.execute(resumed, YieldAfter(30))).initial_event()
+        assert isinstance(end, Completed) and texts(end) == ["1 2 3"], end
+        call = await b_delegate.next_call()
+        assert call.tool_name.name == "first" and call.input == {"n": 3}
+        assert calls_made(b_delegate) == []
+
+
+async def test_quiesce_returns_at_once_for_a_cell_without_a_mirror(isolation: str) -> None:
+    delegate = GateDelegate(gates=["hold"])
+    async with host(delegate, None, isolation) as a:
+        started = await a.execute(request(HANDED_OVER, ["first", "hold"]), PendingFrontier())
+        await delegate.next_call()
+        await delegate.next_call()
+        with trio.fail_after(30):
+            await a.quiesce(started.cell_id)  # nothing to hand over: nothing waited for
+        delegate.release("hold")
+        end = await a.observe(started.cell_id, YieldAfter(30))
+        assert isinstance(end, Completed) and texts(end) == ["1 2 3"], end
+
+
 def test_a_journal_past_its_limit_cannot_be_resumed() -> None:
     assert resumption_from_records([("batch", "[]"), ("unusable", "")], handed=0) == (
         "its journal passed the limit of RuntimeConfig.max_journal_chars, so it cannot be replayed"

@@ -175,6 +175,11 @@ class Store(Protocol):
         """Forget the cell: record, journal, events and commands (readers are woken)."""
         ...
 
+    async def retire(self, server: str) -> None:
+        """``server`` stops now: it counts as dead at once (its heartbeat is dropped),
+        so that another server claims its cells without waiting out the TTL."""
+        ...
+
     async def dead_servers(self) -> list[str]:
         """Servers whose heartbeat expired and whose cells nobody has claimed yet."""
         ...

@@ -10,6 +10,7 @@ append sets, and a claim is atomic because nothing in it awaits.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from typing import Any
 
@@ -222,6 +223,12 @@ class MemoryStore:
         found = self._cell(cell)
         if found is not None:
             self._forget_cell(found)
+
+    async def retire(self, server: str) -> None:
+        await trio.lowlevel.checkpoint()
+        known = self._servers.get(server)
+        if known is not None:
+            known.alive_until = -math.inf
 
     async def dead_servers(self) -> list[str]:
         await trio.lowlevel.checkpoint()

@@ -194,6 +194,10 @@ class RedisStore:
             keys = [_key("c", cell), _key("j", cell), _key("e", cell)]
             await self._client.delete(keys)
 
+    async def retire(self, server: str) -> None:
+        with self._guard():
+            await self._client.delete([_key("srv", server)])
+
     async def dead_servers(self) -> list[str]:
         return [str(name) for name in await self._script("dead", [], [_PREFIX])]
 

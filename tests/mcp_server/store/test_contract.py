@@ -169,6 +169,22 @@ async def test_dead_server_is_found_and_claimed_by_exactly_one(make_store: Store
         assert await store.receive_commands(winner) == [Delivered(cells[0], "preempt")]
 
 
+async def test_a_retired_server_is_dead_at_once(make_store: StoreFactory) -> None:
+    async with make_store(heartbeat_ttl=600) as store:
+        session = await store.new_session()
+        await store.heartbeat("leaving")
+        await store.heartbeat("staying")
+        cell = await store.register_cell(session, "leaving")
+        assert await store.claim_cells("leaving", "staying") == []  # alive: nothing
+        await store.retire("leaving")
+        assert await store.dead_servers() == ["leaving"]
+        assert await store.claim_cells("leaving", "staying") == [
+            CellRecord(cell, session, "staying")
+        ]
+        await store.retire("nobody")  # an unknown server: nothing to do
+        assert await store.dead_servers() == []
+
+
 async def test_commands_reach_the_running_server(make_store: StoreFactory) -> None:
     async with make_store() as store:
         session = await store.new_session()

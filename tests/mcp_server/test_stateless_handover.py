@@ -1,0 +1,163 @@
+"""A draining server hands its stateless cells over to another (SIGTERM with a shared store).
+
+Two servers in this test process share one real Redis. Server A drains, as on SIGTERM,
+while one of its cells is running; A hands the cell over rather than waiting for it:
+the cell's tool call in flight finishes on A (a call still running after
+``ServerLimits.handover_grace`` is cancelled and runs again on B), no new call starts
+on A, A retires from the store's registry, and B resumes the cell at once from its
+journal copy."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import pytest
+import trio
+import trio.testing
+from mcp import Client
+
+from code_mode._engine.isolate import Isolate
+from code_mode.mcp_server import CodeModeMcpServer, ServerLimits
+from code_mode.mcp_server.store import Store, open_store
+
+from .http_support import COUNTS, ENTERED, GATES, count, hold, http_server, texts
+from .store.redis_server import RedisServer
+
+SAFETY = 60
+RUNNING = re.compile(r"Script running with cell ID (\S+)\n")
+HEARTBEAT = 3.0  # seconds: longer than a hand-over takes, so only retiring makes A dead
+
+PROGRAM = """// @exec: {"yield_time_ms": 50}
+text("started");
+const a = await tools.count({name: "once"});
+const h = await tools.hold({name: "handover"});
+const after = await tools.count({name: "after"});
+text(`done ${a} ${h} ${after}`);
+"""
+
+
+@asynccontextmanager
+async def two_servers(
+    url: str, limits: ServerLimits | None = None
+) -> AsyncIterator[tuple[CodeModeMcpServer, Client, Client, Store]]:
+    """Server A (with ``limits``, to be drained) and B on the store at ``url``: A, a
+    client of each, and B's store."""
+    async with (
+        open_store(url, session_ttl=600, heartbeat_ttl=HEARTBEAT) as b_store,
+        http_server(CodeModeMcpServer(tools=[count, hold], store=b_store)) as b_url,
+        Client(b_url) as b,
+        open_store(url, session_ttl=600, heartbeat_ttl=HEARTBEAT) as a_store,
+    ):
+        a_server = CodeModeMcpServer(tools=[count, hold], store=a_store, limits=limits)
+        async with http_server(a_server) as a_url, Client(a_url) as a:
+            yield a_server, a, b, b_store
+
+
+def reset(*names: str) -> None:
+    COUNTS.clear()
+    for name in names:
+        ENTERED[name] = trio.Event()
+        GATES[name] = trio.Event()
+
+
+async def started_cell(client: Client, code: str) -> str:
+    started = await client.call_tool("exec", {"code": code})
+    running = RUNNING.match(texts(started)[0])
+    assert running is not None, texts(started)
+    assert texts(started)[2:] == ["started"], texts(started)
+    return running.group(1)
+
+
+async def test_calls_in_flight_finish_then_the_cell_moves(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reset("handover")
+    quiescing = trio.Event()
+    original = Isolate.quiesce
+
+    async def quiesce(self: Isolate) -> None:
+        quiescing.set()  # (the test task runs once this one waits, calls held)
+        await original(self)
+
+    monkeypatch.setattr(Isolate, "quiesce", quiesce)
+    with trio.fail_after(SAFETY):
+        async with two_servers(redis_server.url) as (a_server, a, b, b_store):
+            cell = await started_cell(a, PROGRAM)
+            await ENTERED["handover"].wait()  # `hold` is in flight on A
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(a_server.drain)
+                await quiescing.wait()
+                # The drain waits for `hold`; the program's next call is not started
+                # on A once `hold` answers.
+                GATES["handover"].set()
+            assert a_server.session_count == 0
+            assert COUNTS == {"once": 1, "handover": 1}, COUNTS
+            # Retired at once (its heartbeat has not lapsed): dead, or claimed already.
+            record = await b_store.cell(cell)
+            assert record is not None
+            name = a_server._stateless.server
+            assert name in await b_store.dead_servers() or record.server != name
+            done = await b.call_tool("wait", {"cell_id": cell, "yield_time_ms": 20_000})
+            assert texts(done)[0].startswith("Script completed\n"), texts(done)
+            assert texts(done)[2:] == ["done 1 handover open 1"], texts(done)
+            # Each call ran once: `hold` on A, `count({name: "after"})` on B.
+            assert COUNTS == {"once": 1, "handover": 1, "after": 1}, COUNTS
+
+
+async def test_a_call_running_past_the_grace_runs_again_where_the_cell_resumes(
+    redis_server: RedisServer,
+) -> None:
+    reset("handover")
+    limits = ServerLimits(handover_grace=0.2)
+    with trio.fail_after(SAFETY):
+        async with two_servers(redis_server.url, limits) as (a_server, a, b, _):
+            cell = await started_cell(a, PROGRAM)
+            await ENTERED["handover"].wait()
+            ENTERED["handover"] = trio.Event()
+            await a_server.drain()  # `hold` never answers on A: cancelled after 0.2 s
+            assert COUNTS == {"once": 1, "handover": 1}, COUNTS
+            await ENTERED["handover"].wait()  # run again on B, once
+            GATES["handover"].set()
+            done = await b.call_tool("wait", {"cell_id": cell, "yield_time_ms": 20_000})
+            assert texts(done)[0].startswith("Script completed\n"), texts(done)
+            assert texts(done)[2:] == ["done 1 handover open 1"], texts(done)
+            assert COUNTS == {"once": 1, "handover": 2, "after": 1}, COUNTS
+
+
+async def test_an_exec_in_progress_when_the_drain_begins_is_handed_over(
+    redis_server: RedisServer,
+) -> None:
+    # The exec's first step is running when A drains: the hand-over waits for it to
+    # register its cell, so the cell is A's when B claims A's cells, never after.
+    reset("first")
+    program = """// @exec: {"yield_time_ms": 20000}
+    const f = await tools.hold({name: "first"});
+    text(f);
+    yield_control();
+    const after = await tools.count({name: "after"});
+    text(`done ${after}`);
+    """
+    with trio.fail_after(SAFETY):
+        async with two_servers(redis_server.url) as (a_server, a, b, _):
+            async with trio.open_nursery() as nursery:
+                results: list[str] = []
+
+                async def run_exec() -> None:
+                    started = await a.call_tool("exec", {"code": program})
+                    results.extend(texts(started))
+
+                nursery.start_soon(run_exec)
+                await ENTERED["first"].wait()
+                nursery.start_soon(a_server.drain)
+                await trio.testing.wait_all_tasks_blocked()
+                assert a_server.draining  # (its first step) and waiting for the exec
+                GATES["first"].set()
+            running = RUNNING.match(results[0])
+            assert running is not None, results
+            assert results[2:] == ["first open"], results
+            done = await b.call_tool("wait", {"cell_id": running.group(1), "yield_time_ms": 20_000})
+            assert texts(done)[0].startswith("Script completed\n"), texts(done)
+            assert texts(done)[2:] == ["done 1"], texts(done)
+            assert COUNTS == {"first": 1, "after": 1}, COUNTS
