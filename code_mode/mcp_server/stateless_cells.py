@@ -35,7 +35,7 @@ import trio
 
 from .. import StartedCell
 from .._delegate import ExecuteRequest
-from .._errors import MissingCell, ShuttingDown
+from .._errors import AlreadyTerminating, MissingCell, ShuttingDown
 from .._resumption import Resumption
 from .._types import CellEvent, CellId, Completed, Pending, Terminated, YieldAfter, Yielded
 from .cell_events import encode_end, encode_output
@@ -87,6 +87,7 @@ class RunningCells:
         self._pumped: dict[str, tuple[SessionEntry, CellId]] = {}
         self._pumps_changed = trio.Event()
         self._starting = 0  # exec calls that may yet register a cell here
+        self._ending = 0  # ends being appended
         # A drain hands the cells over (hand_over): what runs here stops, in order.
         self._handing_over = False
         self._handover_grace = 0.0
@@ -94,6 +95,11 @@ class RunningCells:
         self._heartbeat_sleep = trio.CancelScope()
         self._heartbeats_done = trio.Event()
         self._heartbeating = False
+        self._retired = False  # the command loop stops (hand_over)
+        self._commanding = False
+        self._commands_done = trio.Event()
+        # Cells of this server a terminate was sent to while they did not run here.
+        self._orders: set[str] = set()
         # Cells claimed from stopped servers and not yet resumed (the store failed).
         self._claimed: list[tuple[str, CellRecord]] = []
         # A store in this process (memory://) ends with it: a draining server waits for
@@ -221,6 +227,8 @@ class RunningCells:
             with trio.move_on_after(self._handover_grace):
                 await runtime.quiesce(local)
             event: CellEvent | None = await runtime.terminate(local)
+        except AlreadyTerminating:
+            return  # by a terminate command, which ends it here (RunningCells.end)
         except Exception as error:  # ended meanwhile (the pump's last event had it)
             logger.debug("handing over cell %s: %s", local, error)
             event = None
@@ -239,8 +247,12 @@ class RunningCells:
         it), and take it off the registry."""
         if self._pumped.pop(handle, None) is None:
             return
-        self._pumps_changed.set()
-        await self._append_end(handle, event)
+        self._ending += 1  # (a hand-over retires the server once no end is on its way)
+        try:
+            await self._append_end(handle, event)
+        finally:
+            self._ending -= 1
+            self._pumps_changed.set()
 
     async def _append_end(self, handle: str, event: CellEvent) -> None:
         if self._local:
@@ -293,27 +305,53 @@ class RunningCells:
     # -- the server in the registry ------------------------------------------------------
 
     async def _commands(self) -> None:
-        """Carry out the commands sent through the store to this server's cells."""
-        while True:
-            try:
-                delivered = await self._store.receive_commands(self._server, timeout=1.0)
-            except StoreError as error:
-                logger.warning("code mode store: %s (retrying)", error)
-                await trio.sleep(_RETRY)
-                continue
-            for command in delivered:
-                pumped = self._pumped.get(command.cell)
-                if pumped is None or command.command != "terminate":
-                    continue
-                entry, local = pumped
-                if entry.session is None:
-                    continue
+        """Carry out the commands sent through the store to this server's cells, until
+        it retires (what is sent later waits in its queue for the server claiming its
+        cells)."""
+        self._commanding = True
+        try:
+            while not self._retired:
                 try:
-                    event = await entry.session.runtime.terminate(local)
-                except Exception as error:  # already gone: the pump ends it
-                    logger.debug("terminating cell %s: %s", local, error)
+                    delivered = await self._store.receive_commands(self._server, timeout=1.0)
+                except StoreError as error:
+                    logger.warning("code mode store: %s (retrying)", error)
+                    await trio.sleep(_RETRY)
                     continue
-                await self.end(command.cell, event)
+                for command in delivered:
+                    if command.command == "terminate":
+                        await self._terminate(command.cell)
+        finally:
+            self._commands_done.set()
+
+    async def _terminate(self, handle: str) -> None:
+        """Carry out a ``terminate`` sent to ``handle``. A cell of this server not
+        running here now (claimed and not resumed yet, or being handed over) keeps the
+        order for the server that resumes it: here after the resumption, or sent on
+        by :meth:`hand_over`."""
+        pumped = self._pumped.get(handle)
+        if pumped is None:
+            if self._handing_over or await self._owns(handle):
+                self._orders.add(handle)
+            return
+        entry, local = pumped
+        if entry.session is None:
+            return
+        try:
+            event = await entry.session.runtime.terminate(local)
+        except Exception as error:  # already gone: the pump ends it
+            logger.debug("terminating cell %s: %s", local, error)
+            if self._handing_over:  # (or stopped to be handed over)
+                self._orders.add(handle)
+            return
+        await self.end(handle, event)
+
+    async def _owns(self, handle: str) -> bool:
+        """Whether the store says ``handle`` is this server's (unreachable: yes)."""
+        try:
+            record = await self._store.cell(handle)
+        except StoreError:
+            return True
+        return record is not None and record.server == self._server
 
     async def _heartbeats(self) -> None:
         self._heartbeating = True
@@ -369,10 +407,12 @@ class RunningCells:
     async def _take_over(self, pool: SessionPool, dead: str, record: CellRecord) -> None:
         if self._local:
             reason = "its server kept its journal in memory (a store in this process)"
+            self._orders.discard(record.cell)
             await self._append_end(record.cell, _lost(reason))
             return
         copy = await read_copy(self._store, record.cell)
         if copy is None:  # it ended (or expired) before its server could say so
+            self._orders.discard(record.cell)
             await self._retrying(lambda: self._store.finish_cell(record.cell))
             return
         reason = copy.resumption if isinstance(copy.resumption, str) else ""
@@ -380,6 +420,9 @@ class RunningCells:
             try:
                 await self._resume(pool, record, copy.source, copy.call_id, copy.resumption)
                 logger.warning("code mode server %s stopped: resumed its cell here", dead)
+                if record.cell in self._orders:  # terminated meanwhile
+                    self._orders.discard(record.cell)
+                    await self._terminate(record.cell)
                 return
             except Refused as refusal:
                 if pool.draining:
@@ -388,6 +431,7 @@ class RunningCells:
                     return
                 reason = f"no server could take it: {refusal}"
         logger.warning("code mode server %s stopped: ending its cell (%s)", dead, reason)
+        self._orders.discard(record.cell)
         await self._append_end(record.cell, _lost(reason))
 
     async def _resume(
@@ -432,15 +476,17 @@ class RunningCells:
         A local store keeps nothing to resume from, so then nothing is done. In order:
         no pass of the reaper is left half done (a cell it resumed here is handed over
         in turn), every ``exec`` in progress has registered its cell, every cell is
-        stopped with its journal copy complete, the heartbeat has stopped; only then
-        is the server retired, so no cell is registered here after its claim."""
+        stopped with its journal copy complete (or has ended, its end in the store),
+        the heartbeat has stopped; only then is the server retired, so that no cell
+        is registered here, and no end appended, after its claim. Terminations sent
+        here meanwhile are sent on to the server that claims the cells."""
         if self._local:
             return
         self._handing_over = True
         self._handover_grace = grace
         async with self._reaping:
             pass
-        while self._pumped or self._starting:
+        while self._pumped or self._starting or self._ending:
             self._pumps_changed = trio.Event()
             await self._pumps_changed.wait()
         self._heartbeat_sleep.cancel()
@@ -450,3 +496,13 @@ class RunningCells:
             await self._store.retire(self._server)
         except StoreError as error:
             logger.warning("code mode store: %s (retiring: others claim after the TTL)", error)
+        # Terminations sent here meanwhile go on to the server resuming the cells.
+        self._retired = True
+        if self._commanding:
+            await self._commands_done.wait()
+        for handle in sorted(self._orders):
+            try:
+                await self._store.send_command(handle, "terminate")
+            except StoreError as error:
+                logger.warning("code mode store: %s (a terminate is lost)", error)
+        self._orders.clear()

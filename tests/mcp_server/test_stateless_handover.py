@@ -18,6 +18,7 @@ import trio
 import trio.testing
 from mcp import Client
 
+from code_mode import tool
 from code_mode._engine.isolate import Isolate
 from code_mode.mcp_server import CodeModeMcpServer, ServerLimits
 from code_mode.mcp_server.store import Store, open_store
@@ -38,6 +39,19 @@ text(`done ${a} ${h} ${after}`);
 """
 
 
+ON_B: dict[str, int] = {}
+"""The calls of ``count`` that ran on server B, by name."""
+
+
+async def _count_on_b(name: str) -> int:
+    ON_B[name] = ON_B.get(name, 0) + 1
+    return await count(name)
+
+
+count_on_b = tool(_count_on_b, name="count")
+"""B's ``count``: it also says it ran on B."""
+
+
 @asynccontextmanager
 async def two_servers(
     url: str, limits: ServerLimits | None = None
@@ -46,7 +60,7 @@ async def two_servers(
     client of each, and B's store."""
     async with (
         open_store(url, session_ttl=600, heartbeat_ttl=HEARTBEAT) as b_store,
-        http_server(CodeModeMcpServer(tools=[count, hold], store=b_store)) as b_url,
+        http_server(CodeModeMcpServer(tools=[count_on_b, hold], store=b_store)) as b_url,
         Client(b_url) as b,
         open_store(url, session_ttl=600, heartbeat_ttl=HEARTBEAT) as a_store,
     ):
@@ -57,6 +71,7 @@ async def two_servers(
 
 def reset(*names: str) -> None:
     COUNTS.clear()
+    ON_B.clear()
     for name in names:
         ENTERED[name] = trio.Event()
         GATES[name] = trio.Event()
@@ -93,7 +108,6 @@ async def test_calls_in_flight_finish_then_the_cell_moves(
                 # on A once `hold` answers.
                 GATES["handover"].set()
             assert a_server.session_count == 0
-            assert COUNTS == {"once": 1, "handover": 1}, COUNTS
             # Retired at once (its heartbeat has not lapsed): dead, or claimed already.
             record = await b_store.cell(cell)
             assert record is not None
@@ -104,6 +118,7 @@ async def test_calls_in_flight_finish_then_the_cell_moves(
             assert texts(done)[2:] == ["done 1 handover open 1"], texts(done)
             # Each call ran once: `hold` on A, `count({name: "after"})` on B.
             assert COUNTS == {"once": 1, "handover": 1, "after": 1}, COUNTS
+            assert ON_B == {"after": 1}, ON_B
 
 
 async def test_a_call_running_past_the_grace_runs_again_where_the_cell_resumes(
@@ -117,13 +132,13 @@ async def test_a_call_running_past_the_grace_runs_again_where_the_cell_resumes(
             await ENTERED["handover"].wait()
             ENTERED["handover"] = trio.Event()
             await a_server.drain()  # `hold` never answers on A: cancelled after 0.2 s
-            assert COUNTS == {"once": 1, "handover": 1}, COUNTS
             await ENTERED["handover"].wait()  # run again on B, once
             GATES["handover"].set()
             done = await b.call_tool("wait", {"cell_id": cell, "yield_time_ms": 20_000})
             assert texts(done)[0].startswith("Script completed\n"), texts(done)
             assert texts(done)[2:] == ["done 1 handover open 1"], texts(done)
             assert COUNTS == {"once": 1, "handover": 2, "after": 1}, COUNTS
+            assert ON_B == {"after": 1}, ON_B
 
 
 async def test_an_exec_in_progress_when_the_drain_begins_is_handed_over(
@@ -161,3 +176,64 @@ async def test_an_exec_in_progress_when_the_drain_begins_is_handed_over(
             assert texts(done)[0].startswith("Script completed\n"), texts(done)
             assert texts(done)[2:] == ["done 1"], texts(done)
             assert COUNTS == {"first": 1, "after": 1}, COUNTS
+
+
+PARKED = """// @exec: {"yield_time_ms": 50}
+text("started");
+await tools.hold({name: "handover"});
+await tools.hold({name: "parked"});
+text("never");
+"""
+
+
+async def test_a_terminate_sent_during_the_hand_over_ends_the_cell(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reset("handover", "parked")
+    quiescing = trio.Event()
+    original = Isolate.quiesce
+
+    async def quiesce(self: Isolate) -> None:
+        quiescing.set()
+        await original(self)
+
+    monkeypatch.setattr(Isolate, "quiesce", quiesce)
+    with trio.fail_after(SAFETY):
+        async with two_servers(redis_server.url) as (a_server, a, b, _):
+            cell = await started_cell(a, PARKED)
+            await ENTERED["handover"].wait()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(a_server.drain)
+                await quiescing.wait()  # A waits for `hold` before it moves the cell
+                stopped = await b.call_tool("wait", {"cell_id": cell, "terminate": True})
+                GATES["handover"].set()
+            assert texts(stopped)[0].startswith("Script terminated\n"), texts(stopped)
+            assert "parked" not in COUNTS  # stopped on A, never resumed
+            spent = await b.call_tool("wait", {"cell_id": cell})
+            assert spent.is_error and f"exec cell {cell} not found" in texts(spent)[-1]
+
+
+async def test_a_terminate_sent_before_the_cell_is_resumed_reaches_it(
+    redis_server: RedisServer,
+) -> None:
+    # A stops without a word; the terminate, sent to A, moves with A's cells to B,
+    # which receives it before it has resumed the cell, and carries it out after.
+    reset("handover", "parked")
+    with trio.fail_after(SAFETY):
+        async with (
+            open_store(redis_server.url, session_ttl=600, heartbeat_ttl=0.6) as b_store,
+            http_server(CodeModeMcpServer(tools=[count, hold], store=b_store)) as b_url,
+            Client(b_url) as b,
+        ):
+            async with (
+                open_store(redis_server.url, session_ttl=600, heartbeat_ttl=0.6) as a_store,
+                http_server(CodeModeMcpServer(tools=[count, hold], store=a_store)) as a_url,
+                Client(a_url) as a,
+            ):
+                cell = await started_cell(a, PARKED)
+                await ENTERED["handover"].wait()
+                ENTERED["handover"] = trio.Event()
+                # Not a drain: A's nursery is cancelled, its heartbeat lapses.
+            stopped = await b.call_tool("wait", {"cell_id": cell, "terminate": True})
+            assert texts(stopped)[0].startswith("Script terminated\n"), texts(stopped)
+            assert "parked" not in COUNTS
