@@ -15,11 +15,12 @@ import httpx2
 import mcp.types as types
 import pytest
 import trio
-from mcp import ClientSession, MCPError
+from mcp import Client, ClientSession, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
 from code_mode import tool
-from code_mode.mcp_server import CodeModeMcpServer
+from code_mode.mcp_server import CodeModeMcpServer, ServerLimits
+from code_mode.mcp_server.store import Store, open_store
 
 GATES: dict[str, trio.Event] = {}
 """Opened by a test; :func:`gate` waits for the one it names."""
@@ -52,6 +53,18 @@ async def hold(name: str) -> str:
     ENTERED.setdefault(name, trio.Event()).set()
     await GATES.setdefault(name, trio.Event()).wait()
     return f"{name} open"
+
+
+@asynccontextmanager
+async def serving_on(
+    url: str, tools: Sequence[Any], *, heartbeat_ttl: float, limits: ServerLimits | None = None
+) -> AsyncIterator[tuple[CodeModeMcpServer, Client, Store]]:
+    """A server with ``tools`` on the store at ``url`` (its own client of it), and
+    an SDK client (the stateless revision) of the server."""
+    async with open_store(url, session_ttl=600, heartbeat_ttl=heartbeat_ttl) as store:
+        server = CodeModeMcpServer(tools=list(tools), store=store, limits=limits)
+        async with http_server(server) as endpoint, Client(endpoint) as client:
+            yield server, client, store
 
 
 def texts(result: types.CallToolResult) -> list[str]:

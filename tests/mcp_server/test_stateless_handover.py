@@ -21,9 +21,9 @@ from mcp import Client
 from code_mode import tool
 from code_mode._engine.isolate import Isolate
 from code_mode.mcp_server import CodeModeMcpServer, ServerLimits
-from code_mode.mcp_server.store import Store, open_store
+from code_mode.mcp_server.store import Store
 
-from .http_support import COUNTS, ENTERED, GATES, count, hold, http_server, texts
+from .http_support import COUNTS, ENTERED, GATES, count, hold, serving_on, texts
 from .store.redis_server import RedisServer
 
 SAFETY = 60
@@ -59,14 +59,25 @@ async def two_servers(
     """Server A (with ``limits``, to be drained) and B on the store at ``url``: A, a
     client of each, and B's store."""
     async with (
-        open_store(url, session_ttl=600, heartbeat_ttl=HEARTBEAT) as b_store,
-        http_server(CodeModeMcpServer(tools=[count_on_b, hold], store=b_store)) as b_url,
-        Client(b_url) as b,
-        open_store(url, session_ttl=600, heartbeat_ttl=HEARTBEAT) as a_store,
+        serving_on(url, [count_on_b, hold], heartbeat_ttl=HEARTBEAT) as (_, b, b_store),
+        serving_on(url, [count, hold], heartbeat_ttl=HEARTBEAT, limits=limits) as (a_server, a, _),
     ):
-        a_server = CodeModeMcpServer(tools=[count, hold], store=a_store, limits=limits)
-        async with http_server(a_server) as a_url, Client(a_url) as a:
-            yield a_server, a, b, b_store
+        yield a_server, a, b, b_store
+
+
+@pytest.fixture
+def quiescing(monkeypatch: pytest.MonkeyPatch) -> trio.Event:
+    """Set when a cell's hand-over begins (``Isolate.quiesce``): the test task runs
+    after that task waits, when no new tool call starts on the cell's server."""
+    began = trio.Event()
+    original = Isolate.quiesce
+
+    async def quiesce(self: Isolate) -> None:
+        began.set()
+        await original(self)
+
+    monkeypatch.setattr(Isolate, "quiesce", quiesce)
+    return began
 
 
 def reset(*names: str) -> None:
@@ -86,17 +97,9 @@ async def started_cell(client: Client, code: str) -> str:
 
 
 async def test_calls_in_flight_finish_then_the_cell_moves(
-    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+    redis_server: RedisServer, quiescing: trio.Event
 ) -> None:
     reset("handover")
-    quiescing = trio.Event()
-    original = Isolate.quiesce
-
-    async def quiesce(self: Isolate) -> None:
-        quiescing.set()  # (the test task runs once this one waits, calls held)
-        await original(self)
-
-    monkeypatch.setattr(Isolate, "quiesce", quiesce)
     with trio.fail_after(SAFETY):
         async with two_servers(redis_server.url) as (a_server, a, b, b_store):
             cell = await started_cell(a, PROGRAM)
@@ -187,17 +190,9 @@ text("never");
 
 
 async def test_a_terminate_sent_during_the_hand_over_ends_the_cell(
-    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+    redis_server: RedisServer, quiescing: trio.Event
 ) -> None:
     reset("handover", "parked")
-    quiescing = trio.Event()
-    original = Isolate.quiesce
-
-    async def quiesce(self: Isolate) -> None:
-        quiescing.set()
-        await original(self)
-
-    monkeypatch.setattr(Isolate, "quiesce", quiesce)
     with trio.fail_after(SAFETY):
         async with two_servers(redis_server.url) as (a_server, a, b, _):
             cell = await started_cell(a, PARKED)
@@ -220,16 +215,8 @@ async def test_a_terminate_sent_before_the_cell_is_resumed_reaches_it(
     # which receives it before it has resumed the cell, and carries it out after.
     reset("handover", "parked")
     with trio.fail_after(SAFETY):
-        async with (
-            open_store(redis_server.url, session_ttl=600, heartbeat_ttl=0.6) as b_store,
-            http_server(CodeModeMcpServer(tools=[count, hold], store=b_store)) as b_url,
-            Client(b_url) as b,
-        ):
-            async with (
-                open_store(redis_server.url, session_ttl=600, heartbeat_ttl=0.6) as a_store,
-                http_server(CodeModeMcpServer(tools=[count, hold], store=a_store)) as a_url,
-                Client(a_url) as a,
-            ):
+        async with serving_on(redis_server.url, [count, hold], heartbeat_ttl=0.6) as (_, b, _):
+            async with serving_on(redis_server.url, [count, hold], heartbeat_ttl=0.6) as (_, a, _):
                 cell = await started_cell(a, PARKED)
                 await ENTERED["handover"].wait()
                 ENTERED["handover"] = trio.Event()

@@ -17,7 +17,17 @@ from mcp import Client
 from code_mode.mcp_server import CodeModeMcpServer
 from code_mode.mcp_server.store import open_store
 
-from .http_support import COUNTS, ENTERED, GATES, count, gate, hold, http_server, texts
+from .http_support import (
+    COUNTS,
+    ENTERED,
+    GATES,
+    count,
+    gate,
+    hold,
+    http_server,
+    serving_on,
+    texts,
+)
 from .store.redis_server import RedisServer
 
 SAFETY = 60
@@ -185,16 +195,8 @@ async def test_a_stopped_servers_cell_is_resumed_by_another(redis_server: RedisS
     ENTERED["resume"] = trio.Event()
     GATES["resume"] = trio.Event()
     with trio.fail_after(SAFETY):
-        async with (
-            open_store(redis_server.url, session_ttl=600, heartbeat_ttl=0.6) as b_store,
-            http_server(CodeModeMcpServer(tools=[count, hold], store=b_store)) as b_url,
-            Client(b_url) as b,
-        ):
-            async with (
-                open_store(redis_server.url, session_ttl=600, heartbeat_ttl=0.6) as a_store,
-                http_server(CodeModeMcpServer(tools=[count, hold], store=a_store)) as a_url,
-                Client(a_url) as a,
-            ):
+        async with serving_on(redis_server.url, [count, hold], heartbeat_ttl=0.6) as (_, b, _):
+            async with serving_on(redis_server.url, [count, hold], heartbeat_ttl=0.6) as (_, a, _):
                 started = await a.call_tool("exec", {"code": RESUMED})
                 session = session_of(started)
                 running = RUNNING.match(texts(started)[0])
