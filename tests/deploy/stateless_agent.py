@@ -54,6 +54,7 @@ class StatelessAgent:
     count: int = 0  # the stored counter, as the last completed program reported it
     completed: int = 0
     pids: list[int] = attrs.Factory(list)  # the server of each completed program
+    labels: list[str] = attrs.Factory(list)  # the label of each completed program
     lost: list[int] = attrs.Factory(list)  # the server of each program lost with it
     refused: int = 0  # execs a draining server refused (nothing started)
     retried: list[str] = attrs.Factory(list)  # calls whose answer never came
@@ -175,6 +176,7 @@ class StatelessAgent:
             return False
         self.count = int(done.rsplit(" ", 1)[-1])
         self.pids.append(int(pid))
+        self.labels.append(label)
         self.spans.append(self.requests - requests_before)
         self.completed += 1
         return True
