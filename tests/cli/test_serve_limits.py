@@ -26,6 +26,8 @@ def test_the_help_states_the_defaults_of_server_limits(
         ("--session-idle-timeout", defaults.session_idle_timeout),
         ("--max-request-body-bytes", defaults.max_request_body_bytes),
         ("--drain-deadline", defaults.drain_deadline),
+        ("--handover-grace", defaults.handover_grace),
+        ("--exec-retry-window", defaults.exec_retry_window),
     ]:
         shown = re.search(rf"{option} \S+ .*?\(default (\d+)", text)
         assert shown is not None, option
@@ -35,10 +37,15 @@ def test_the_help_states_the_defaults_of_server_limits(
 def test_the_options_become_server_limits() -> None:
     options = ["--max-sessions", "8", "--session-idle-timeout", "never"]
     options += ["--max-request-body-bytes", "1000", "--drain-deadline", "2.5"]
+    options += ["--handover-grace", "1.5"]
     args = build_parser().parse_args(["mcp", "serve", *options])
     limits = server_limits(args)
     assert limits == ServerLimits(
-        max_sessions=8, session_idle_timeout=None, max_request_body_bytes=1000, drain_deadline=2.5
+        max_sessions=8,
+        session_idle_timeout=None,
+        max_request_body_bytes=1000,
+        drain_deadline=2.5,
+        handover_grace=1.5,
     )
     assert server_limits(build_parser().parse_args(["mcp", "serve"])) == ServerLimits()
 

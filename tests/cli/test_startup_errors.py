@@ -73,6 +73,7 @@ CASES: list[tuple[list[str], str]] = [
     ([*SERVE, "--max-request-body-bytes", "0"], "ServerLimits.max_request_body_bytes"),
     ([*SERVE, "--drain-deadline", "nan"], "ServerLimits.drain_deadline"),
     ([*SERVE, "--exec-retry-window", "0"], "ServerLimits.exec_retry_window"),
+    ([*SERVE, "--handover-grace", "-2"], "ServerLimits.handover_grace"),
     ([*SERVE, "--max-yield-ms", "-3"], "--max-yield-ms: must be 0 or more"),
     ([*SERVE, "--wait-idle-floor-ms", "x"], "--wait-idle-floor-ms"),
     ([*SERVE, "--memory-limit-bytes", "0"], "RuntimeConfig.memory_limit_bytes"),
