@@ -374,7 +374,8 @@ class SessionRuntime:
         """Prepare ``cell_id`` to be stopped and resumed by another host (its host is
         stopping on purpose): from now on its program's tool calls are not started
         here (the host resuming it starts them), and this returns once every call
-        started here has been answered and the answer is in the cell's journal copy.
+        started here has been answered and the answer recorded in the cell's journal
+        (its mirror copies it behind: wait for the copy before handing the cell on).
         Only a cell with a journal mirror (``ExecuteRequest.journal_mirror``) is
         affected; others return at once. Unbounded: a tool may take its time, so bound
         it and then :meth:`terminate` the cell."""
