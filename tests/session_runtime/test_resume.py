@@ -277,6 +277,7 @@ async def test_a_quiesced_cell_changes_hosts_without_a_call_run_twice(isolation:
     async with host(delegate, mirror, isolation) as a, trio.open_nursery() as nursery:
         started = await a.execute(request(HANDED_OVER, ["first", "hold"]), PendingFrontier())
         cell = started.cell_id
+        assert texts(await started.initial_event()) == []  # its frontier: `hold` in flight
         assert [(await delegate.next_call()).tool_name.name for _ in "ab"] == ["first", "hold"]
         quiet = trio.Event()
 
@@ -313,8 +314,8 @@ async def test_quiesce_returns_at_once_for_a_cell_without_a_mirror(isolation: st
     delegate = GateDelegate(gates=["hold"])
     async with host(delegate, None, isolation) as a:
         started = await a.execute(request(HANDED_OVER, ["first", "hold"]), PendingFrontier())
-        await delegate.next_call()
-        await delegate.next_call()
+        assert texts(await started.initial_event()) == []  # its frontier: `hold` in flight
+        assert [(await delegate.next_call()).tool_name.name for _ in "ab"] == ["first", "hold"]
         with trio.fail_after(30):
             await a.quiesce(started.cell_id)  # nothing to hand over: nothing waited for
         delegate.release("hold")
