@@ -232,14 +232,12 @@ class RunningCells:
         except Exception as error:  # ended meanwhile (the pump's last event had it)
             logger.debug("handing over cell %s: %s", local, error)
             event = None
+        if mirror is not None:
+            await mirror.flushed()
         if isinstance(event, Completed):
-            if mirror is not None:
-                await mirror.flushed()
             await self._retrying(lambda: self._save(entry.key, values, runtime.stored_values))
             await self.end(handle, event)
             return
-        if mirror is not None:
-            await mirror.flushed()
         self._pumped.pop(handle, None)
 
     async def end(self, handle: str, event: CellEvent) -> None:
@@ -403,16 +401,26 @@ class RunningCells:
                 reason = f"resuming it failed: {error}"
                 await self._append_end(record.cell, _lost(reason))  # retries itself
             self._claimed.pop(0)
+            await self._carry_out_order(record.cell)
+
+    async def _carry_out_order(self, handle: str) -> None:
+        """A terminate that reached this server before it resumed ``handle`` (see
+        :meth:`_terminate`): carried out now that the cell runs here, dropped if the
+        cell ended instead, kept while this server drains (:meth:`hand_over` sends it
+        on to the server that resumes the cell)."""
+        if handle not in self._orders or (self._pool is not None and self._pool.draining):
+            return
+        self._orders.discard(handle)
+        if handle in self._pumped:
+            await self._terminate(handle)
 
     async def _take_over(self, pool: SessionPool, dead: str, record: CellRecord) -> None:
         if self._local:
             reason = "its server kept its journal in memory (a store in this process)"
-            self._orders.discard(record.cell)
             await self._append_end(record.cell, _lost(reason))
             return
         copy = await read_copy(self._store, record.cell)
         if copy is None:  # it ended (or expired) before its server could say so
-            self._orders.discard(record.cell)
             await self._retrying(lambda: self._store.finish_cell(record.cell))
             return
         reason = copy.resumption if isinstance(copy.resumption, str) else ""
@@ -420,9 +428,6 @@ class RunningCells:
             try:
                 await self._resume(pool, record, copy.source, copy.call_id, copy.resumption)
                 logger.warning("code mode server %s stopped: resumed its cell here", dead)
-                if record.cell in self._orders:  # terminated meanwhile
-                    self._orders.discard(record.cell)
-                    await self._terminate(record.cell)
                 return
             except Refused as refusal:
                 if pool.draining:
@@ -431,7 +436,6 @@ class RunningCells:
                     return
                 reason = f"no server could take it: {refusal}"
         logger.warning("code mode server %s stopped: ending its cell (%s)", dead, reason)
-        self._orders.discard(record.cell)
         await self._append_end(record.cell, _lost(reason))
 
     async def _resume(
