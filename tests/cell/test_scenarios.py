@@ -374,7 +374,11 @@ async def test_output_still_queued_in_the_isolate_is_handed_over_by_terminate(
     while (true) {}
     """
     async with SessionRuntime(GateDelegate(), config(isolation)) as runtime:
-        started = await runtime.execute(request(source), YieldAfter(0.05))
+        # The program reaches the edge in milliseconds, and nothing it does afterwards
+        # can tell the host so without sending the output: the yield's deadline is the
+        # time it is given (50 ms was at times too little on a loaded machine, and
+        # terminate then found nothing queued yet).
+        started = await runtime.execute(request(source), YieldAfter(0.5))
         # Not sent while the program ran: it was still in the isolate's queue.
         assert await started.initial_event() == Yielded([])
         with trio.fail_after(SAFETY):

@@ -219,3 +219,23 @@ def test_a_variant_side_changes_one_runtime_config_field() -> None:
         variant_side("process", "nope=1")
     with pytest.raises(ValueError, match="must be JSON"):
         variant_side("process", "max_journal_chars=lots")
+
+
+def test_exec_path_lists_the_files_both_processes_run() -> None:
+    """The file count quoted in docs/architecture.md: the tool sees the host's entry,
+    the worker's main thread, its native doorbell thread and the way back."""
+    from bench.exec_path import by_file, measure
+
+    calls = measure(Path(__file__).resolve().parents[2])
+    functions = {(side, name, function) for _, side, name, function in calls}
+    for expected in [
+        ("host", "_facade/session.py", "exec"),
+        ("host", "_engine/_worker_process.py", "load"),
+        ("worker", "_v8/_native.py", "post"),  # the worker's main thread
+        ("worker", "_v8/_native.py", "_on_callback"),  # its doorbell thread
+        ("host", "model_tools/formatting.py", "format_result"),  # the way back
+    ]:
+        assert expected in functions, (expected, sorted(functions))
+    files = by_file(calls)
+    assert [seconds for seconds, *_ in files] == sorted(seconds for seconds, *_ in files)
+    assert len({(side, name) for _, side, name, _ in files}) == len(files)
