@@ -62,24 +62,26 @@ def run_child(
     timeout: float,
     what: str | None = None,
     env: Mapping[str, str] | None = None,
+    checkout: Path = ROOT,
 ) -> dict[str, Any]:
     """Run ``command`` in the checkout and return the JSON object on the last line of
     its standard output.
 
-    ``env`` defaults to this process's environment; the checkout is put first on
-    ``PYTHONPATH`` either way, so a Python child imports this ``bench`` even where it
-    does not look in the current folder. Raises :class:`ChildFailed` (named ``what``,
-    by default the command's first word) when the child fails, prints nothing or
-    takes longer than ``timeout`` seconds."""
+    ``env`` defaults to this process's environment; the checkout (this one unless
+    ``checkout`` names another, such as a worktree of an older commit) is put first on
+    ``PYTHONPATH`` either way, so a Python child imports its ``bench`` and
+    ``code_mode`` even where it does not look in the current folder. Raises
+    :class:`ChildFailed` (named ``what``, by default the command's first word) when the
+    child fails, prints nothing or takes longer than ``timeout`` seconds."""
     name = what or command[0]
     environment = dict(os.environ if env is None else env)
     environment["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [str(ROOT), environment.get("PYTHONPATH")])
+        filter(None, [str(checkout), environment.get("PYTHONPATH")])
     )
     try:
         completed = subprocess.run(
             list(command),
-            cwd=ROOT,
+            cwd=checkout,
             env=environment,
             capture_output=True,
             text=True,

@@ -24,11 +24,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+
+from .child_process import ROOT, run_child
 
 # Installed as ``sitecustomize`` in both processes: the host and its worker record
 # every call into a file of the package, and write them out at exit.
@@ -85,8 +86,8 @@ class _ProfileDoorbell(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, _ProfileDoorbell())
 '''
 
-# Runs in the child: two execs, the second one timed; prints the package's directory,
-# the child's pid (the host's trace) and the window.
+# Runs in the child: two execs, the second one timed; answers (``run_child``) with the
+# package's directory, the child's pid (whose trace is the host's) and the window.
 _CHILD = """
 import json, os, time
 import trio
@@ -103,7 +104,9 @@ async def main():
             return start, time.time()
 
 start, end = trio.run(main)
-print(json.dumps([os.path.dirname(code_mode.__file__), os.getpid(), start, end]))
+print(json.dumps({
+    "root": os.path.dirname(code_mode.__file__), "pid": os.getpid(), "start": start, "end": end
+}))
 """
 
 
@@ -117,17 +120,16 @@ def measure(checkout: Path) -> list[Call]:
     with tempfile.TemporaryDirectory() as hook_dir:
         Path(hook_dir, "sitecustomize.py").write_text(_HOOK)
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([hook_dir, str(checkout)])
+        env["PYTHONPATH"] = hook_dir  # after the checkout (see run_child)
         env["EXEC_PATH_TRACE"] = os.path.join(hook_dir, "trace")
-        child = subprocess.run(
+        child = run_child(
             [sys.executable, "-c", _CHILD],
+            timeout=120,
+            what="the exec-path child",
             env=env,
-            cwd=checkout,
-            capture_output=True,
-            text=True,
-            check=True,
+            checkout=checkout,
         )
-        root, host_pid, start, end = json.loads(child.stdout.strip().splitlines()[-1])
+        root, host_pid, start, end = (child[key] for key in ("root", "pid", "start", "end"))
         first: dict[tuple[str, str, str], float] = {}
         for path in Path(hook_dir).glob("trace.*"):
             side = "host" if int(path.suffix[1:]) == host_pid else "worker"
@@ -151,7 +153,7 @@ def by_file(calls: list[Call]) -> list[Call]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checkout", type=Path, default=Path(__file__).resolve().parent.parent)
+    parser.add_argument("--checkout", type=Path, default=ROOT)
     args = parser.parse_args(argv)
     rows = by_file(measure(args.checkout.resolve()))
     for seconds, side, name, function in rows:
