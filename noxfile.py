@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -37,12 +38,42 @@ def install_node_tools(session: nox.Session) -> None:
     )  # fmt: skip
 
 
+#: What some tests run against, outside Python: the program, what its tests are, and
+#: the one command that installs it (the tests skip, naming it, where it is missing).
+SYSTEM_TOOLS = (
+    ("haproxy", "the load-balancer tests (tests/deploy/)", "apt-get install haproxy"),
+    ("redis-server", "the Redis store tests", "apt-get install redis-server"),
+    ("npm", "the tests against the Node MCP servers", "apt-get install npm"),
+)
+
+
+def say_what_will_be_skipped(session: nox.Session) -> None:
+    """One line up front naming the tests that will be skipped and what installs
+    their tools, rather than skips found at the end of the run."""
+    missing = [(what, how) for tool, what, how in SYSTEM_TOOLS if shutil.which(tool) is None]
+    if missing:
+        session.warn(
+            "will skip "
+            + "; ".join(what for what, _ in missing)
+            + ": to run them, "
+            + " && ".join(how for _, how in missing)
+        )
+
+
+def test_workers() -> str:
+    """pytest-xdist workers: ``CODE_MODE_TEST_WORKERS``, else one more than the cores
+    (a test spends much of its time waiting on a child process or a program)."""
+    return os.environ.get("CODE_MODE_TEST_WORKERS", str((os.cpu_count() or 1) + 1))
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite (what CI runs), with the Node MCP servers it tests against."""
+    """The test suite (what CI runs), with the Node MCP servers it tests against, on
+    several workers (pytest-xdist; ``-n 0`` in the arguments runs it in one process)."""
     session.install("-e", ".[test]")
+    say_what_will_be_skipped(session)
     install_node_tools(session)
-    session.run("pytest", "-q", *session.posargs)
+    session.run("pytest", "-q", "-n", test_workers(), "--dist", "worksteal", *session.posargs)
 
 
 @nox.session
@@ -87,4 +118,6 @@ def peers(session: nox.Session) -> None:
 def soak(session: nox.Session) -> None:
     """Long reliability runs (thousands of cells), marked slow."""
     session.install("-e", ".[test]")
-    session.run("pytest", "-q", "-m", "slow", *session.posargs)
+    # One worker process per soak test (one per isolation mode): each measures its own
+    # process's memory, so none shares a process with another test.
+    session.run("pytest", "-q", "-m", "slow", "-n", "2", *session.posargs)

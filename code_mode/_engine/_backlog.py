@@ -102,6 +102,7 @@ class ReportBacklog:
             assert self._nursery is not None
             self._nursery.start_soon(self._work_backlog)
 
+    @trio.lowlevel.enable_ki_protection
     async def _work_backlog(self) -> None:
         """Act on the backlog's reports in order, decoding each large batch in slices
         (see ``_slices.py``) while the other tasks go on between them."""

@@ -10,6 +10,12 @@ are cancelled once the run's main task has returned, which is exactly when no se
 can use the engine any more, and the run waits for them, so the engine's shielded
 teardown (workers stopped, threads joined, isolates freed) completes before
 ``trio.run`` returns. Nothing of it outlives the run.
+
+A system task must not raise, and trio raises ``KeyboardInterrupt`` (Ctrl+C) in
+whichever unprotected task runs when the signal arrives: in a worker's read loop, say,
+from where it would end the run as ``TrioInternalError``. So every background task
+of an engine is KI-protected (``trio.lowlevel.enable_ki_protection``), as trio's own
+system tasks are: Ctrl+C reaches the main task, and the user's code, instead.
 """
 
 from __future__ import annotations

@@ -133,6 +133,7 @@ class WarmIsolates:
                 after.first_task.append(go)
             self._nursery.start_soon(self._fill_one, go)
 
+    @trio.lowlevel.enable_ki_protection
     async def _trim_after_burst(self, scope: trio.CancelScope, done: trio.Event) -> None:
         """Once cells stop taking isolates, close those beyond ``count``. ``done`` is set
         when it returns: :meth:`aclose` waits for it, since a trim that has begun closing
@@ -158,6 +159,7 @@ class WarmIsolates:
         for go in waiting:
             go.set()
 
+    @trio.lowlevel.enable_ki_protection
     async def _fill_one(self, go: trio.Event) -> None:
         slot = _SinkSlot()
         try:
@@ -235,6 +237,7 @@ class WarmIsolates:
         while self._filling:
             await self._fill_done.wait()
 
+    @trio.lowlevel.enable_ki_protection
     async def aclose(self) -> None:
         self._closed = True
         self._hurry()

@@ -177,6 +177,7 @@ class WorkerProcess:
     def load(self) -> int:
         return len(self._sinks) + len(self._creating)
 
+    @trio.lowlevel.enable_ki_protection
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Start the process and serve it until it exits (a task of the pool)."""
         # Four pipes: commands, frames, ping, pong; the worker's ends are passed to it.
@@ -235,6 +236,7 @@ class WorkerProcess:
                         await stream.aclose()
                 await self._reap()
 
+    @trio.lowlevel.enable_ki_protection
     async def _write_loop(self) -> None:
         assert self._commands is not None
         commands = self._commands
@@ -259,6 +261,7 @@ class WorkerProcess:
             ):
                 await commands.aclose()
 
+    @trio.lowlevel.enable_ki_protection
     async def _log_drain(self) -> None:
         """Read the worker's stdout and stderr as they come (a worker blocked on a
         full pipe would stop), keeping a bounded tail and logging a bounded head."""
@@ -307,6 +310,7 @@ class WorkerProcess:
             with contextlib.suppress(OSError):  # full (unanswered) or closed: no matter
                 os.write(fd, b"p")
 
+    @trio.lowlevel.enable_ki_protection
     async def _watchdog(self) -> None:
         """Kill the worker when it is above its memory limit or leaves a heartbeat
         unanswered for ``worker_heartbeat_timeout`` seconds."""

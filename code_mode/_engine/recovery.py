@@ -142,6 +142,7 @@ class IsolateRecovery:
         self._recovery = trio.CancelScope()
         self._nursery.start_soon(self._recover, message, self._recovery)
 
+    @trio.lowlevel.enable_ki_protection
     async def _recover(self, message: str, scope: trio.CancelScope) -> None:
         """A new isolate, fed the journal's batches (see journal.py)."""
         journal = self._journal

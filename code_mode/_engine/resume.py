@@ -140,6 +140,7 @@ class DurableGate:
             self._running = True
             self._nursery.start_soon(self._drain, name="code_mode journal gate")
 
+    @trio.lowlevel.enable_ki_protection
     async def _drain(self) -> None:
         self._scope = trio.CancelScope()
         try:

@@ -43,7 +43,7 @@ def test_ctrl_c_on_a_spinning_program_prints_one_line_and_exits_130(tmp_path: Pa
         _, err = process.communicate(timeout=SAFETY)
     finally:
         process.kill()
-    assert process.returncode == 130
+    assert process.returncode == 130, err
     assert err == "code-mode: interrupted\n"
 
 

@@ -53,6 +53,45 @@ async def test_sessions_without_an_engine_share_the_default_one(isolation: str) 
     assert shared.is_running()  # leaving sessions leaves the engine running
 
 
+def tasks_below(task: trio.lowlevel.Task) -> list[trio.lowlevel.Task]:
+    """``task`` and every task started in its nurseries, recursively."""
+    found = [task]
+    for nursery in task.child_nurseries:
+        for child in nursery.child_tasks:
+            found.extend(tasks_below(child))
+    return found
+
+
+async def test_every_task_of_the_default_engine_lets_ctrl_c_reach_the_main_task(
+    isolation: str,
+) -> None:
+    """trio raises KeyboardInterrupt in whichever unprotected task runs when SIGINT
+    arrives; raised in a task below the default engine's system task, it ended the run
+    as TrioInternalError (``code-mode run``, Ctrl+C under load). Each task there must be
+    KI-protected, as trio's own system tasks are, so that it reaches the main task."""
+    # What trio's SIGINT handler asks of the running task (trio._core._ki): the
+    # innermost frame whose code is marked decides, else the task's own flag. Asked
+    # here of each task's root coroutine, which the engine's code runs below.
+    from trio._core._ki import _CODE_KI_PROTECTION_STATUS_WMAP as marked
+
+    def protected(task: trio.lowlevel.Task) -> bool:
+        try:
+            return bool(marked[task.coro.cr_code])
+        except KeyError:
+            return bool(task._ki_protected)
+
+    async with SessionRuntime(GateDelegate(), config(isolation)) as runtime:
+        await run_text(runtime, "warm")
+        (served,) = [
+            task
+            for task in tasks_below(trio.lowlevel.current_root_task())
+            if task.name == f"code_mode default engine ({isolation})"
+        ]
+        below = tasks_below(served)
+        assert len(below) > (2 if isolation == "process" else 1), below
+        assert [task.name for task in below if not protected(task)] == []
+
+
 async def test_a_session_asking_for_another_isolation_gets_a_matching_engine() -> None:
     async with (
         SessionRuntime(GateDelegate()) as default,

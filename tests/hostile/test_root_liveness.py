@@ -42,12 +42,18 @@ def test_a_search_over_a_huge_length_ends_with_the_session(isolation: str, sourc
 async def main():
     with trio.fail_after(60):
         async with session() as s:
-            first = await s.exec({source!r})
+            # Handed back running after 200 ms: what is tested is that leaving the
+            # session block then ends the search (the default 10 s yield only waited).
+            first = await s.exec('// @exec: {{"yield_time_ms": 200}}\\n' + {source!r})
             print("FIRST", first[0].text.splitlines()[0], flush=True)
     print("EXITED", flush=True)
 """
     result = run_child(body, isolation, timeout=120)
     assert result.returncode == 0, result.describe()
+    # Still searching when the session leaves, or (read once: the length that the
+    # check saw) already done.
+    first = next(line for line in result.output.splitlines() if line.startswith("FIRST"))
+    assert first.split()[1:3] in (["Script", "running"], ["Script", "completed"]), first
     assert "EXITED" in result.output, result.describe()
 
 
@@ -142,7 +148,9 @@ def test_a_finalization_callback_that_throws_ends_nothing(isolation: str) -> Non
     body = """
 async def main():
     async with session() as a, session() as b:
-        await a.exec("for (;;) await new Promise((r) => setTimeout(r, 20))")
+        # A bystander handed back running (after 100 ms, not the default 10 s yield).
+        await a.exec('// @exec: {"yield_time_ms": 100}\\n'
+                     "for (;;) await new Promise((r) => setTimeout(r, 20))")
         items = await b.exec(
             "let called = 0;"
             " const r = new FinalizationRegistry(() => { called++; throw new Error('boom') });"
