@@ -196,12 +196,13 @@ def openai_exec_tool(
     deferred: bool = False,
     grammar: bool = True,
     push: bool = False,
+    mcp: bool | None = None,
 ) -> CustomToolParam:
     """``exec`` as a Responses API custom (free-text) tool.
 
     With ``grammar=True`` the input is constrained by :data:`EXEC_LARK_GRAMMAR`;
     ``grammar=False`` sends ``{"type": "text"}`` for models or proxies without grammar
-    support. ``push``: see :func:`~.descriptions.exec_description`."""
+    support. ``push`` and ``mcp``: see :func:`~.descriptions.exec_description`."""
     text_format: dict[str, Any] = (
         {"type": "grammar", "syntax": "lark", "definition": EXEC_LARK_GRAMMAR}
         if grammar
@@ -213,7 +214,11 @@ def openai_exec_tool(
             "type": "custom",
             "name": EXEC_TOOL_NAME,
             "description": exec_description(
-                tools, namespace_descriptions=namespace_descriptions, deferred=deferred, push=push
+                tools,
+                namespace_descriptions=namespace_descriptions,
+                deferred=deferred,
+                push=push,
+                mcp=mcp,
             ),
             "format": text_format,
         },
@@ -302,6 +307,7 @@ def _json_exec_tool(
     namespace_descriptions: Mapping[str, NamespaceDescription] | None,
     deferred: bool,
     push: bool,
+    mcp: bool | None,
 ) -> dict[str, Any]:
     """``exec`` for APIs without free-text tools: the source travels as ``code``; the
     APIs differ only in the name of the schema key."""
@@ -315,6 +321,7 @@ def _json_exec_tool(
             push=push,
             # Neither API carries an image's detail level: no `detail` in the text.
             image_detail=False,
+            mcp=mcp,
         ),
         schema_key: exec_json_parameters(),
     }
@@ -326,12 +333,13 @@ def anthropic_exec_tool(
     namespace_descriptions: Mapping[str, NamespaceDescription] | None = None,
     deferred: bool = False,
     push: bool = False,
+    mcp: bool | None = None,
 ) -> AnthropicToolParam:
     """``exec`` as an Anthropic tool taking ``{"code": string}`` (the API has no
     free-text tools); read the source back with :func:`exec_source_from_arguments`."""
     return cast(
         "AnthropicToolParam",
-        _json_exec_tool(tools, "input_schema", namespace_descriptions, deferred, push),
+        _json_exec_tool(tools, "input_schema", namespace_descriptions, deferred, push, mcp),
     )
 
 
@@ -423,10 +431,11 @@ def mcp_exec_tool(
     namespace_descriptions: Mapping[str, NamespaceDescription] | None = None,
     deferred: bool = False,
     push: bool = False,
+    mcp: bool | None = None,
 ) -> dict[str, Any]:
     """``exec`` as an MCP tool definition taking ``{"code": string}``
     (:func:`mcp_input_schema`)."""
-    tool = _json_exec_tool(tools, "inputSchema", namespace_descriptions, deferred, push)
+    tool = _json_exec_tool(tools, "inputSchema", namespace_descriptions, deferred, push, mcp)
     tool["inputSchema"] = mcp_input_schema(tool["inputSchema"])
     return tool
 
