@@ -19,8 +19,15 @@
 #
 # One line on stdout per process started, then `local.sh: ready` once every server
 # answers its readiness check and the balancer forwards; one line per process that
-# ends, with its exit status. A server that ends is not restarted (the others carry on,
-# as they would in production until the supervisor restarts it).
+# ends, with its exit status. A server that ends before it is ready stops everything
+# at once: local.sh prints the last lines it wrote and exits 1 (a bad option, a store
+# that cannot be reached...), rather than waiting out the readiness deadline. A server
+# that ends later is not restarted (the others carry on, as they would in production
+# until the supervisor restarts it).
+#
+# Needs: haproxy; a Python with code-mode[mcp] installed (code-mode[mcp,redis] when
+# the servers share a Redis store, the default when redis-server is installed), checked
+# before anything starts; redis-server for the shared store (optional).
 #
 # Environment: CODE_MODE_PYTHON (the Python that has code-mode installed; default
 # python3), HAPROXY (default haproxy), REDIS_SERVER (default redis-server).
@@ -42,6 +49,30 @@ haproxy=${HAPROXY:-haproxy}
 if ! command -v "$haproxy" >/dev/null; then
     echo "local.sh: haproxy not found: install it with \`apt-get install -y haproxy\`" >&2
     exit 127
+fi
+
+# The Python that runs the servers must have what they import: say what to install
+# now, rather than have every server exit at start-up.
+redis=${REDIS_SERVER:-redis-server}
+names_store=""
+[[ " $* " == *" --store "* || " $* " == *" --store="* ]] && names_store=1
+wants_redis=""
+if [[ -n $names_store ]]; then
+    [[ " $* " =~ \ --store[=\ ]rediss?:// ]] && wants_redis=1
+elif command -v "$redis" >/dev/null; then
+    wants_redis=1
+fi
+extra=mcp
+modules="import code_mode, mcp, hypercorn"
+if [[ -n $wants_redis ]]; then
+    extra=mcp,redis
+    modules+=", coredis"
+fi
+if ! "$python" -c "$modules" 2>/dev/null; then
+    echo "local.sh: $python cannot run the servers: it needs code-mode[$extra]; install it with" \
+        "\`$python -m pip install 'code-mode[$extra]'\` (from a checkout: \`$python -m pip" \
+        "install -e '.[$extra]'\`), or set CODE_MODE_PYTHON to a Python that has it" >&2
+    exit 2
 fi
 
 run=$(mktemp -d "${TMPDIR:-/tmp}/code-mode-local.XXXXXX")
@@ -85,8 +116,7 @@ trap cleanup EXIT
 
 # The store: Redis, unless the options name a store.
 store=()
-redis=${REDIS_SERVER:-redis-server}
-if [[ " $* " != *" --store "* && " $* " != *" --store="* ]]; then
+if [[ -z $names_store ]]; then
     if command -v "$redis" >/dev/null; then
         redis_port=$((port + count + 1))
         password=$("$python" -c 'import secrets; print(secrets.token_urlsafe(18))')
@@ -106,18 +136,43 @@ if [[ " $* " != *" --store "* && " $* " != *" --store="* ]]; then
     fi
 fi
 
-# The servers.
+# The servers, each writing to the terminal and to its log (for the lines printed when
+# it ends before it is ready).
 for ((i = 1; i <= count; i++)); do
     address=127.0.0.1:$((port + i))
-    "$python" -m code_mode mcp serve --http "$address" "${store[@]}" "$@" &
+    "$python" -m code_mode mcp serve --http "$address" "${store[@]}" "$@" \
+        > >(tee -a "$run/server$i.log") 2>&1 &
     names[$!]="server $i"
     server_pids+=("$!")
     echo "local.sh: server $i pid $! at http://$address/mcp"
 done
 
-# Ready: a Python one-liner polls `/readyz` (through the balancer once it runs).
+failed=""
+# A server that has ended before it was ready: report it with its last lines, and stop.
+check_servers() {
+    local i pid code
+    for i in "${!server_pids[@]}"; do
+        pid=${server_pids[$i]}
+        [[ -n ${names[$pid]+x} ]] || continue
+        kill -0 "$pid" 2>/dev/null && continue
+        code=0
+        wait "$pid" || code=$?
+        unset "names[$pid]"
+        echo "local.sh: server $((i + 1)) pid $pid exited with status $code before it was ready; its last lines:"
+        tail -n 20 "$run/server$((i + 1)).log" 2>/dev/null | sed 's/^/local.sh: | /'
+        failed=1
+    done
+    if [[ -n $failed && -z $stopping ]]; then
+        stop INT
+    fi
+}
+check_servers  # one that could not even start (a bad option) has ended by now, often
+
+# Ready: a Python one-liner polls `/readyz` (through the balancer once it runs). Run
+# it only in the background (`wait_ready ... &`): it execs Python, so that stopping the
+# poll ($waiter) stops Python itself, which would otherwise keep our output open.
 wait_ready() {  # URL...
-    "$python" - "$@" <<'PY'
+    exec "$python" - "$@" <<'PY'
 import sys, time, urllib.request
 
 deadline = time.monotonic() + 120
@@ -140,7 +195,15 @@ for ((i = 1; i <= count; i++)); do
 done
 wait_ready "${urls[@]}" &
 waiter=$!
-wait "$waiter" || { [[ -n $stopping ]] || stop INT; }
+while [[ -z $stopping ]] && kill -0 "$waiter" 2>/dev/null; do
+    check_servers
+    sleep 0.2
+done
+if ! wait "$waiter" && [[ -z $stopping ]]; then
+    check_servers  # one that ended at the last moment
+    failed=1
+    [[ -n $stopping ]] || stop INT
+fi
 
 # The balancer (once the servers answer, so that none starts out marked down): the
 # shared configuration with one server line per process.
@@ -161,14 +224,16 @@ if [[ -z $stopping ]]; then
     waiter=$!
     if wait "$waiter"; then
         [[ -n $stopping ]] || echo "local.sh: ready"
-    else
-        [[ -n $stopping ]] || stop INT
+    elif [[ -z $stopping ]]; then
+        failed=1
+        stop INT
     fi
 fi
 
 # Report each process that ends; stop when the balancer does, or when all servers
 # have ended after a stop was asked for.
 status=0
+[[ -z $failed ]] || status=1
 while ((${#names[@]} > 0)); do
     ended=""
     code=0

@@ -78,6 +78,7 @@ from ..model_tools.adapters import (
     wait_arguments_from_call,
 )
 from ..model_tools.descriptions import NamespaceDescription
+from ..model_tools.error_texts import call_error_text
 from ..model_tools.formatting import format_result, is_error_result, push_preamble
 from ..model_tools.pragma import (
     DEFAULT_MAX_OUTPUT_TOKENS,
@@ -419,7 +420,7 @@ class CodeModeSession:
         with cell ID <id>`` again after ``yield_time_ms``, or its final result. With
         ``terminate=True`` the program is stopped (``Script terminated``; a program
         that had already finished returns its result). An unknown or finished cell is a
-        failed result ``exec cell <id> not found``."""
+        failed result ``exec cell <id> not found: <why, and what to do>``."""
         self._check_entered()
         started_at = trio.current_time()
         cell = CellId(cell_id)
@@ -438,7 +439,7 @@ class CodeModeSession:
         except CodeModeError as error:  # missing, busy observer, terminating, shutdown
             # (A missing cell may be one whose push is on its way: its record stays
             # for the push, which removes it.)
-            return self._format(str(error), started_at, cell_id, max_tokens)
+            return self._format(call_error_text(error), started_at, cell_id, max_tokens)
         self._note_result(cell, event)
         return self._format(event, started_at, cell_id, max_tokens, runtime_at)
 

@@ -131,6 +131,10 @@ class Toolset:
     input_schema_max_bytes: int | None = None
     """The configured limit of a rendered input type (``None``: the default 16 000):
     each tool's is ``max(16000, this, the tool's own)`` (an MCP server's limit)."""
+    mcp: bool | None = None
+    """Whether the ``exec`` description speaks of MCP (its result types, forwarding MCP
+    content); ``None``: decided by :func:`~code_mode.model_tools.descriptions.speaks_mcp`
+    (a tool returns an MCP result; in deferred mode, yes)."""
     enabled: list[ToolDefinition] = attrs.field(
         init=False,
         eq=False,
@@ -151,6 +155,7 @@ class Toolset:
         deferred: bool = False,
         tool_search: bool = False,
         input_schema_max_bytes: int | None = None,
+        mcp: bool | None = None,
     ) -> Toolset:
         """Check ``tools`` (``@tool`` functions, plain type-hinted functions, wrapped
         with :func:`~code_mode.tool`, or any :class:`~code_mode.NestedTool`) and order
@@ -160,7 +165,9 @@ class Toolset:
         ``input_schema_max_bytes``: how long a tool's input type may be in the ``exec``
         description before it is shown as ``unknown``, when more than the default
         16 000 (the reference's configurable limit; a tool's own, from its MCP server,
-        counts when larger)."""
+        counts when larger). ``mcp``: whether the ``exec`` description speaks of MCP
+        (:attr:`mcp`); a deferred toolset whose catalog never holds MCP tools passes
+        ``False``, one that does need not."""
         if input_schema_max_bytes is not None and not (
             isinstance(input_schema_max_bytes, int) and input_schema_max_bytes > 0
         ):
@@ -178,7 +185,7 @@ class Toolset:
                 raise ValueError(f"a nested tool cannot be named `{TOOL_SEARCH_NAME}`")
             limited = [_limited(entry.definition, input_schema_max_bytes) for entry in nested]
             nested = (*nested, ToolSearch(limited, namespaces))
-        return cls(nested, namespaces, deferred, input_schema_max_bytes)
+        return cls(nested, namespaces, deferred, input_schema_max_bytes, mcp)
 
     @property
     def definitions(self) -> list[ToolDefinition]:
@@ -197,6 +204,7 @@ class Toolset:
                 namespace_descriptions=self.namespaces,
                 deferred=self.deferred,
                 push=push,
+                mcp=self.mcp,
             ),
             kind=ToolKind.FREEFORM,
         )
@@ -223,6 +231,7 @@ class Toolset:
             deferred=self.deferred,
             grammar=grammar,
             push=push,
+            mcp=self.mcp,
         )
         return [exec_tool, openai_wait_tool(push=push, idle_floor_ms=idle_floor_ms)]
 
@@ -235,6 +244,7 @@ class Toolset:
             namespace_descriptions=self.namespaces,
             deferred=self.deferred,
             push=push,
+            mcp=self.mcp,
         )
         return [exec_tool, anthropic_wait_tool(push=push, idle_floor_ms=idle_floor_ms)]
 
@@ -247,6 +257,7 @@ class Toolset:
             namespace_descriptions=self.namespaces,
             deferred=self.deferred,
             push=push,
+            mcp=self.mcp,
         )
         return [exec_tool, mcp_wait_tool(push=push, idle_floor_ms=idle_floor_ms)]
 

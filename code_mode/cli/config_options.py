@@ -38,14 +38,7 @@ def add_runtime_options(parser: argparse.ArgumentParser) -> None:
     """An option per :class:`RuntimeConfig` field (unset: the field's default)."""
     group = parser.add_argument_group("limits of each program (RuntimeConfig; docs/security.md)")
     for field in attrs.fields(RuntimeConfig):
-        default = field.default
-        shown = (
-            "the engine's"
-            if default is None
-            else f"{default:g}"
-            if not isinstance(default, bool) and isinstance(default, int | float)
-            else str(default).lower()
-        )
+        shown = _shown(field.name, field.default)
         group.add_argument(
             _option(field.name),
             dest=f"config_{field.name}",
@@ -53,6 +46,27 @@ def add_runtime_options(parser: argparse.ArgumentParser) -> None:
             help=f"RuntimeConfig.{field.name} (default {shown})",
             **_typed(field),
         )
+
+
+def _shown(name: str, default: object) -> str:
+    """A default as the help states it: an integer in full, with its MiB beside a size
+    in bytes of whole mebibytes (``268435456, 256 MiB``), never in exponent form (``%g``
+    printed ``2.68435e+08``, which no one can type back); a float as short as it reads,
+    in full when that would need an exponent."""
+    if default is None:
+        return "the engine's"
+    if isinstance(default, bool):
+        return str(default).lower()
+    if isinstance(default, int):
+        mebibytes, rest = divmod(default, 1 << 20)
+        size = name.endswith("_bytes") and mebibytes > 0 and rest == 0
+        return f"{default}, {mebibytes} MiB" if size else str(default)
+    if isinstance(default, float):
+        short = f"{default:g}"
+        if "e" not in short:
+            return short
+        return str(int(default)) if default.is_integer() else repr(default)
+    return str(default)
 
 
 def runtime_config(args: argparse.Namespace) -> RuntimeConfig:

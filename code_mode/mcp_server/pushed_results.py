@@ -12,10 +12,10 @@ offer is *resource subscriptions*, so that is what push uses:
   subscribed (``resources/subscribe``) to it, or to ``code-mode://cells`` for every cell
   of its session, gets ``notifications/resources/updated`` with that URI the moment it
   is pushed;
-* the client collects it once, either with ``resources/read`` (text items become text
-  contents, images blob contents) or with a ``wait`` for that cell, which returns it at
-  once as the usual ``CallToolResult``; after that the cell is unknown, as for any
-  result returned.
+* the client collects it once, either with ``resources/read`` (all of its text as the
+  first content, as in a ``CallToolResult``, then images and audio as blob contents)
+  or with a ``wait`` for that cell, which returns it at once as the usual
+  ``CallToolResult``; after that the cell is unknown, as for any result returned.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from mcp.server.session import ServerSession
 
 from .._facade import CellFinished
 from .._types import OutputItem
-from ..model_tools.adapters import mcp_content
+from ..model_tools.adapters import mcp_content, mcp_text
 
 __all__ = ["CELLS_URI", "RESOURCE_NOT_FOUND", "PushedResults", "cell_uri"]
 
@@ -127,16 +127,13 @@ class PushedResults:
                 code=RESOURCE_NOT_FOUND,
                 message=f"no result at {uri}: not pushed, or already collected",
             )
-        contents: list[types.TextResourceContents | types.BlobResourceContents] = []
-        for block in mcp_content(items):
-            if block["type"] == "image":
-                contents.append(
-                    types.BlobResourceContents(
-                        uri=uri, mime_type=block["mimeType"], blob=block["data"]
-                    )
-                )
-            else:
-                contents.append(
-                    types.TextResourceContents(uri=uri, mime_type="text/plain", text=block["text"])
-                )
+        blocks = mcp_content(items)
+        contents: list[types.TextResourceContents | types.BlobResourceContents] = [
+            types.TextResourceContents(uri=uri, mime_type="text/plain", text=mcp_text(blocks))
+        ]
+        contents.extend(
+            types.BlobResourceContents(uri=uri, mime_type=block["mimeType"], blob=block["data"])
+            for block in blocks
+            if block["type"] != "text"
+        )
         return types.ReadResourceResult(contents=contents)

@@ -22,11 +22,17 @@ refuses what the server cannot take (a closed session: 404; while draining or fu
 new session: 503; a body too large: 413), and :meth:`CodeModeMcpServer.drain` stops it
 without losing a finished result.
 
-Results are ``CallToolResult``s: text, images as ``ImageContent``, ``isError: true`` for
-``Script failed``. A program's ``notify(text)`` reaches the client as a progress
-notification of the ``exec``/``wait`` request in flight when the client asked for
-progress, else as a log message (``notifications/message``, level ``info``), on the
-request's stream while one is in flight and on the session's stream otherwise.
+Results are ``CallToolResult``s: all of the text in the first content item (header,
+then the program's text output), then images as ``ImageContent``; ``isError: true`` for
+``Script failed``; a running cell's ID also in ``_meta`` (``code-mode/cell``). No
+``outputSchema``, no ``structuredContent``: hosts that show the model one content item,
+or the structured content, then still show it everything
+(:func:`~code_mode.model_tools.adapters.mcp_call_tool_result`).
+
+A program's ``notify(text)`` reaches the client as a progress notification of the
+``exec``/``wait`` request in flight when the client asked for progress, else as a log
+message (``notifications/message``, level ``info``), on the request's stream while one
+is in flight and on the session's stream otherwise.
 
 With ``push=True`` (``code-mode mcp serve --push``) the client need not poll with
 ``wait``: a program handed back as ``Script running`` that then finishes has its result
@@ -124,13 +130,13 @@ class CodeModeMcpServer:
         )
         # Where the stateless revision's handles live (None: in this process).
         self._store = store
+        idle_timeout = (limits or ServerLimits()).session_idle_timeout
         self._stateless = StatelessCalls(
-            store
-            if store is not None
-            else MemoryStore(session_ttl=(limits or ServerLimits()).session_idle_timeout),
+            store if store is not None else MemoryStore(session_ttl=idle_timeout),
             server_name(),
             max_yield_time_ms,
             local=store is None or isinstance(store, MemoryStore),
+            expires_after=idle_timeout,
         )
         self._session_options: dict[str, Any] = {
             "config": config,

@@ -5,13 +5,14 @@ an earlier one. So what spans calls travels in handles the server mints (SEP-256
 passed back as ordinary tool arguments:
 
 * a **session handle**, minted at the first ``exec`` that has none: the session's
-  stored values belong to it. Every result names it in a text line ``Session:
-  <handle>`` right after the header, and as ``structuredContent.session`` (beside
-  ``structuredContent.result``, the result's text, for hosts that show the model the
-  structured content instead of the content); ``exec``
-  takes it back as its optional ``session`` argument (the ``exec`` description says so
-  in one sentence, in this revision only). An ``exec`` without it starts a new
-  session.
+  stored values belong to it. Every result names it in a line ``Session: <handle>`` of
+  its header, before ``Output:`` (the model reads it there: all of a result's text is
+  in its first content item, see :func:`~code_mode.model_tools.adapters.
+  mcp_call_tool_result`), and in the result's ``_meta`` as ``code-mode/session`` for a
+  client that reads it by program. There is no ``structuredContent``: some hosts show
+  the model that instead of the text. ``exec`` takes the handle back as its optional
+  ``session`` argument (the ``exec`` description says so in one sentence, in this
+  revision only). An ``exec`` without it starts a new session.
 * a **cell handle** in place of the session's own cell id: the model still reads
   ``Script running with cell ID <handle>`` and passes it to ``wait``, which needs no
   session: the cell handle alone is the capability to wait on or terminate that cell.
@@ -21,6 +22,8 @@ Both are 144 random bits (:mod:`.store.handles`), registered in the server's sto
 handle the store does not know, guessed, a neighbour of a real one, or another
 session's, is answered ``exec cell <id> not found`` like any missing cell; a session
 handle it does not know is answered as such, without starting a session in its place.
+Both answers say what may have happened and what to do (:mod:`~code_mode.model_tools.
+error_texts`).
 
 State lives in the store, so that any server answers any call (a shared store such as
 Redis: several servers; the default, in memory: this one):
@@ -74,8 +77,10 @@ from ..model_tools.adapters import (
     EXEC_TOOL_NAME,
     WaitArgumentsError,
     mcp_call_tool_result,
+    mcp_input_schema,
     wait_arguments_from_call,
 )
+from ..model_tools.error_texts import missing_cell_text, missing_session_text
 from ..model_tools.formatting import format_result, is_error_result
 from .cell_events import decode_event
 from .client_timeouts import with_progress
@@ -84,6 +89,7 @@ from .refusals import NO_NEW_PROGRAMS
 from .sessions import Refused, SessionPool, serve_call
 from .stateless_cells import RunningCells
 from .store import Store, StoreError, is_handle, missing_cell, new_handle
+from .store.handles import SHOWN_CHARACTERS
 
 __all__ = [
     "SESSION_ARGUMENT",
@@ -137,6 +143,7 @@ def stateless_listing(listing: list[types.Tool]) -> list[types.Tool]:
                 "<handle>`), to use its stored values; omit it to start a new session.",
             }
             schema["properties"] = properties
+            schema = mcp_input_schema(schema)
             description = f"{tool.description or ''}\n\n{SESSION_SENTENCE}".lstrip()
             tool = tool.model_copy(update={"input_schema": schema, "description": description})
         tools.append(tool)
@@ -156,11 +163,20 @@ class StatelessCalls:
     :attr:`cells` runs the cells it hands back running (:mod:`.stateless_cells`)."""
 
     def __init__(
-        self, store: Store, server: str, max_yield_time_ms: int | None, *, local: bool = False
+        self,
+        store: Store,
+        server: str,
+        max_yield_time_ms: int | None,
+        *,
+        local: bool = False,
+        expires_after: float | None = None,
     ) -> None:
         self._store = store
         self._server = server
         self._max_yield_time_ms = max_yield_time_ms
+        # Seconds a session or cell handle lives without a call (the store's TTL), for
+        # the texts that say why a handle names nothing.
+        self._expires_after = expires_after
         self._cells = RunningCells(store, server, local=local, save=self._save)
 
     @property
@@ -194,10 +210,8 @@ class StatelessCalls:
         except StoreError as error:
             return _failed(f"code mode could not reach its store: {error}")
         if key is not None:
-            items = [items[0], Text(f"Session: {key}"), *items[1:]]
-        result = mcp_call_tool_result(items, is_error=is_error_result(items))
-        if key is not None:
-            result["structuredContent"] = {SESSION_ARGUMENT: key, "result": _as_text(items)}
+            items = [_with_session(items[0], key), *items[1:]]
+        result = mcp_call_tool_result(items, is_error=is_error_result(items), session=key)
         return types.CallToolResult.model_validate(result)
 
     # -- exec: on this server, with the session's stored values from the store ----------
@@ -214,10 +228,8 @@ class StatelessCalls:
             key = given if isinstance(given, str) else ""
             values = await self._store.load_values(key) if valid else None
         if values is None:
-            text = (
-                f"code mode session {str(given)[:64]} not found (it expired, or was never "
-                "minted): call exec without `session` to start a new session"
-            )
+            shown = str(given)[:SHOWN_CHARACTERS]
+            text = missing_session_text(shown, expires_after=self._expires_after)
             return None, format_result(text, wall_time=0.0, cell_id="")
         program = {k: v for k, v in arguments.items() if k == EXEC_CODE_ARGUMENT}
         try:
@@ -294,7 +306,7 @@ class StatelessCalls:
             return None, format_result(str(error), wall_time=0.0, cell_id="")
         record = await self._store.cell(given) if isinstance(given, str) else None
         if record is None:
-            return None, format_result(str(missing_cell(shown)), wall_time=0.0, cell_id="")
+            return None, self._missing(shown)
         handle = record.cell
         if terminate:
             await self._store.send_command(handle, "terminate")
@@ -309,7 +321,7 @@ class StatelessCalls:
             remaining = deadline - trio.current_time()
             read = await self._store.read_events(handle, offset, timeout=max(0.0, remaining))
             if read is None:  # dropped meanwhile (another wait got its end)
-                return None, format_result(str(missing_cell(shown)), wall_time=0.0, cell_id="")
+                return None, self._missing(shown)
             for text in read.entries:
                 decoded = decode_event(text)
                 items.extend(decoded.items)
@@ -334,6 +346,21 @@ class StatelessCalls:
         )
         return record.session, formatted
 
+    def _missing(self, given: str) -> list[OutputItem]:
+        """The failed result of a ``wait`` whose cell handle names nothing here."""
+        cell = missing_cell(given).cell_id
+        assert cell is not None
+        text = missing_cell_text(cell, other_deployments=True, expires_after=self._expires_after)
+        return format_result(text, wall_time=0.0, cell_id="")
+
+
+def _with_session(header: OutputItem, key: str) -> Text:
+    """The header with its ``Session: <handle>`` line, before ``Output:``: the handle
+    is part of what the call returned, not of what the program printed."""
+    assert isinstance(header, Text)
+    status, output, rest = header.text.rpartition("Output:\n")
+    return Text(f"{status}Session: {key}\n{output}{rest}")
+
 
 async def _reporting(
     ctx: ServerRequestContext[SessionPool],
@@ -356,11 +383,3 @@ async def _reporting(
 
 def _failed(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
-
-
-def _as_text(items: list[OutputItem]) -> str:
-    """The result's text items as one text, for ``structuredContent.result``: hosts
-    that give the model the structured content in place of the content when all of it
-    is text (pydantic-ai) must still show it the result."""
-    parts = [item.text for item in items if isinstance(item, Text)]
-    return "\n".join(part.removesuffix("\n") if i == 0 else part for i, part in enumerate(parts))

@@ -29,14 +29,22 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from .._types import Audio, Image, ImageDetail, OutputItem, Text, ToolDefinition
+from .call_arguments import (
+    EXEC_CODE_ARGUMENT,
+    ExecArgumentsError,
+    WaitArgumentsError,
+    exec_source_from_arguments,
+    exec_source_from_call,
+    wait_arguments_from_call,
+)
 from .descriptions import NamespaceDescription, exec_description, wait_description
-from .pragma import DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_YIELD_TIME_MS, ExecInputError
+from .formatting import running_cell_id
+from .pragma import DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_YIELD_TIME_MS
 
 if TYPE_CHECKING:
     # The SDKs' own parameter types, for type checkers only (the SDKs are optional): the
@@ -57,8 +65,11 @@ __all__ = [
     "EXEC_CODE_ARGUMENT",
     "EXEC_LARK_GRAMMAR",
     "EXEC_TOOL_NAME",
+    "MCP_META_CELL",
+    "MCP_META_SESSION",
     "OPENAI_DEFAULT_IMAGE_DETAIL",
     "WAIT_TOOL_NAME",
+    "ExecArgumentsError",
     "WaitArgumentsError",
     "anthropic_content",
     "anthropic_exec_tool",
@@ -67,9 +78,12 @@ __all__ = [
     "audio_note",
     "exec_json_parameters",
     "exec_source_from_arguments",
+    "exec_source_from_call",
     "mcp_call_tool_result",
     "mcp_content",
     "mcp_exec_tool",
+    "mcp_input_schema",
+    "mcp_text",
     "mcp_wait_tool",
     "openai_content",
     "openai_exec_output",
@@ -82,8 +96,13 @@ __all__ = [
 
 EXEC_TOOL_NAME: Final = "exec"
 WAIT_TOOL_NAME: Final = "wait"
-EXEC_CODE_ARGUMENT: Final = "code"
-"""The string argument that carries the source where ``exec`` must take JSON."""
+
+MCP_META_CELL: Final = "code-mode/cell"
+"""The ``_meta`` key of an MCP result that holds the running cell's ID (the text's
+``Script running with cell ID <id>``, for a client that reads it by program)."""
+MCP_META_SESSION: Final = "code-mode/session"
+"""The ``_meta`` key of a stateless MCP result that holds its session handle (the
+text's ``Session: <handle>``)."""
 
 EXEC_LARK_GRAMMAR: Final = r"""
 start: pragma_source | plain_source
@@ -113,8 +132,10 @@ rather than making the whole request fail."""
 def wait_parameters() -> dict[str, Any]:
     """The JSON Schema of ``wait``'s arguments (a fresh copy each call).
 
-    Only ``cell_id`` is required; the defaults live in the description because not
-    every API honours ``default``. Non-strict: optional fields stay optional.
+    Only ``cell_id`` is required. Each optional argument states its ``default`` in the
+    schema and again in its description, because not every API or host reads
+    ``default``. Non-strict: optional fields stay optional (a strict-mode schema must
+    list every property as required, so the adapters never mark it strict).
     """
     return {
         "type": "object",
@@ -126,17 +147,21 @@ def wait_parameters() -> dict[str, Any]:
             "yield_time_ms": {
                 "type": "integer",
                 "minimum": 0,
+                "default": DEFAULT_YIELD_TIME_MS,
                 "description": "How long to wait before returning the output so far. "
-                "Default 10000.",
+                f"Optional; default {DEFAULT_YIELD_TIME_MS}.",
             },
             "max_tokens": {
                 "type": "integer",
                 "minimum": 0,
-                "description": "Output token budget of this call. Default 10000.",
+                "default": DEFAULT_MAX_OUTPUT_TOKENS,
+                "description": "Output token budget of this call. Optional; default "
+                f"{DEFAULT_MAX_OUTPUT_TOKENS}.",
             },
             "terminate": {
                 "type": "boolean",
-                "description": "Stop the program instead of waiting. Default false.",
+                "default": False,
+                "description": "Stop the program instead of waiting. Optional; default false.",
             },
         },
         "required": ["cell_id"],
@@ -161,104 +186,6 @@ def exec_json_parameters() -> dict[str, Any]:
     }
 
 
-class ExecArgumentsError(ExecInputError):
-    """JSON ``exec`` arguments without a string ``code`` field."""
-
-
-def exec_source_from_arguments(arguments: Mapping[str, Any] | str) -> str:
-    """Extract the ``exec`` input from JSON arguments (Anthropic, MCP).
-
-    ``arguments`` is the decoded object or its JSON text. The result goes to
-    :func:`~.pragma.parse_exec_input` exactly like a freeform input. Raises
-    :class:`ExecArgumentsError` when there is no string ``code``; like a bad pragma's
-    :class:`~.pragma.PragmaError` it is an :class:`~.pragma.ExecInputError`, so a host
-    handles every malformed ``exec`` input in one ``except``.
-    """
-    message = f"exec expects JSON arguments with a string `{EXEC_CODE_ARGUMENT}` field"
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except ValueError:  # a decode error, or an integer of 5000 digits
-            raise ExecArgumentsError(message) from None
-    if not isinstance(arguments, Mapping):
-        raise ExecArgumentsError(message)
-    code = arguments.get(EXEC_CODE_ARGUMENT)
-    if not isinstance(code, str):
-        raise ExecArgumentsError(message)
-    return code
-
-
-def exec_source_from_call(arguments: Mapping[str, Any] | str) -> str:
-    """The ``exec`` input of a call as any API delivers it: the raw source (a freeform
-    tool's input), or ``{"code": ...}`` as an object or as its JSON text (JSON-only
-    APIs). JSON text of an object cannot be a valid program (``{"code": ...}`` is a
-    syntax error in JavaScript), so no program is misread. Raises
-    :class:`ExecArgumentsError` for an object without a string ``code``."""
-    if not isinstance(arguments, str):
-        return exec_source_from_arguments(arguments)
-    text = arguments.strip()
-    if text.startswith("{") and text.endswith("}"):
-        try:
-            decoded = json.loads(text)
-        except ValueError:  # a decode error, or an integer of 5000 digits
-            return arguments
-        if isinstance(decoded, dict) and isinstance(decoded.get(EXEC_CODE_ARGUMENT), str):
-            return exec_source_from_arguments(decoded)
-    return arguments
-
-
-class WaitArgumentsError(ValueError):
-    """``wait`` arguments that cannot be served; the message is the failed result's."""
-
-
-def wait_arguments_from_call(arguments: Mapping[str, Any] | str) -> tuple[str, int, int, bool]:
-    """``wait`` arguments as any API delivers them (an object or its JSON text), as
-    ``(cell_id, yield_time_ms, max_tokens, terminate)``. Unknown keys are ignored; a
-    numeric ``cell_id`` is accepted as its decimal string. Raises
-    :class:`WaitArgumentsError` (``failed to parse function arguments: ...``)."""
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except ValueError as error:  # a decode error, or an integer of 5000 digits
-            raise WaitArgumentsError(f"failed to parse function arguments: {error}") from None
-    if not isinstance(arguments, Mapping):
-        raise WaitArgumentsError("wait expects JSON arguments")
-    cell_id = arguments.get("cell_id")
-    if isinstance(cell_id, int) and not isinstance(cell_id, bool):
-        if cell_id.bit_length() > 64:  # no cell has such an id (and str() may refuse it)
-            raise WaitArgumentsError("failed to parse function arguments: no such `cell_id`")
-        cell_id = str(cell_id)
-    if not isinstance(cell_id, str):
-        problem = "missing field `cell_id`" if cell_id is None else "`cell_id` must be a string"
-        raise WaitArgumentsError(f"failed to parse function arguments: {problem}")
-
-    def integer(key: str, default: int) -> int:
-        value = arguments.get(key)
-        if value is None:
-            return default
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise WaitArgumentsError(
-                f"failed to parse function arguments: `{key}` must be a non-negative integer"
-            )
-        return value
-
-    terminate = arguments.get("terminate", False)
-    if terminate is None:
-        terminate = False
-    if not isinstance(terminate, bool):
-        raise WaitArgumentsError(
-            "failed to parse function arguments: `terminate` must be a boolean"
-        )
-    return (
-        cell_id,
-        integer("yield_time_ms", DEFAULT_YIELD_TIME_MS),
-        integer("max_tokens", DEFAULT_MAX_OUTPUT_TOKENS),
-        terminate,
-    )
-
-
 # --- OpenAI Responses API ---------------------------------------------------------
 
 
@@ -269,12 +196,13 @@ def openai_exec_tool(
     deferred: bool = False,
     grammar: bool = True,
     push: bool = False,
+    mcp: bool | None = None,
 ) -> CustomToolParam:
     """``exec`` as a Responses API custom (free-text) tool.
 
     With ``grammar=True`` the input is constrained by :data:`EXEC_LARK_GRAMMAR`;
     ``grammar=False`` sends ``{"type": "text"}`` for models or proxies without grammar
-    support. ``push``: see :func:`~.descriptions.exec_description`."""
+    support. ``push`` and ``mcp``: see :func:`~.descriptions.exec_description`."""
     text_format: dict[str, Any] = (
         {"type": "grammar", "syntax": "lark", "definition": EXEC_LARK_GRAMMAR}
         if grammar
@@ -286,7 +214,11 @@ def openai_exec_tool(
             "type": "custom",
             "name": EXEC_TOOL_NAME,
             "description": exec_description(
-                tools, namespace_descriptions=namespace_descriptions, deferred=deferred, push=push
+                tools,
+                namespace_descriptions=namespace_descriptions,
+                deferred=deferred,
+                push=push,
+                mcp=mcp,
             ),
             "format": text_format,
         },
@@ -375,6 +307,7 @@ def _json_exec_tool(
     namespace_descriptions: Mapping[str, NamespaceDescription] | None,
     deferred: bool,
     push: bool,
+    mcp: bool | None,
 ) -> dict[str, Any]:
     """``exec`` for APIs without free-text tools: the source travels as ``code``; the
     APIs differ only in the name of the schema key."""
@@ -388,6 +321,7 @@ def _json_exec_tool(
             push=push,
             # Neither API carries an image's detail level: no `detail` in the text.
             image_detail=False,
+            mcp=mcp,
         ),
         schema_key: exec_json_parameters(),
     }
@@ -399,12 +333,13 @@ def anthropic_exec_tool(
     namespace_descriptions: Mapping[str, NamespaceDescription] | None = None,
     deferred: bool = False,
     push: bool = False,
+    mcp: bool | None = None,
 ) -> AnthropicToolParam:
     """``exec`` as an Anthropic tool taking ``{"code": string}`` (the API has no
     free-text tools); read the source back with :func:`exec_source_from_arguments`."""
     return cast(
         "AnthropicToolParam",
-        _json_exec_tool(tools, "input_schema", namespace_descriptions, deferred, push),
+        _json_exec_tool(tools, "input_schema", namespace_descriptions, deferred, push, mcp),
     )
 
 
@@ -472,23 +407,45 @@ def anthropic_tool_result(
 # --- MCP --------------------------------------------------------------------------
 
 
+def mcp_input_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` (an object schema) as MCP serves it: each property that is not in
+    ``required`` also says ``"nullable": true``.
+
+    Why: MCP hosts turn a tool's ``inputSchema`` into their own tool type, and some
+    read only its ``properties``. smolagents (through mcpadapt) takes an argument as
+    optional only when its property says ``nullable`` (OpenAPI's keyword, which JSON
+    Schema validators ignore), and otherwise refuses a call without it ("Argument
+    max_tokens is required"). Every argument our servers take as optional also takes
+    ``null`` as "not given", so the keyword is true as well as useful."""
+    required = set(schema.get("required", ()))
+    properties = {
+        name: {**spec, "nullable": True} if name not in required else dict(spec)
+        for name, spec in schema.get("properties", {}).items()
+    }
+    return {**schema, "properties": properties}
+
+
 def mcp_exec_tool(
     tools: Sequence[ToolDefinition],
     *,
     namespace_descriptions: Mapping[str, NamespaceDescription] | None = None,
     deferred: bool = False,
     push: bool = False,
+    mcp: bool | None = None,
 ) -> dict[str, Any]:
-    """``exec`` as an MCP tool definition taking ``{"code": string}``."""
-    return _json_exec_tool(tools, "inputSchema", namespace_descriptions, deferred, push)
+    """``exec`` as an MCP tool definition taking ``{"code": string}``
+    (:func:`mcp_input_schema`)."""
+    tool = _json_exec_tool(tools, "inputSchema", namespace_descriptions, deferred, push, mcp)
+    tool["inputSchema"] = mcp_input_schema(tool["inputSchema"])
+    return tool
 
 
 def mcp_wait_tool(*, push: bool = False, idle_floor_ms: int | None = None) -> dict[str, Any]:
-    """``wait`` as an MCP tool definition."""
+    """``wait`` as an MCP tool definition (:func:`mcp_input_schema`)."""
     return {
         "name": WAIT_TOOL_NAME,
         "description": wait_description(push=push, idle_floor_ms=idle_floor_ms),
-        "inputSchema": wait_parameters(),
+        "inputSchema": mcp_input_schema(wait_parameters()),
     }
 
 
@@ -518,10 +475,45 @@ def mcp_content(items: Sequence[OutputItem]) -> list[dict[str, Any]]:
     return blocks
 
 
-def mcp_call_tool_result(items: Sequence[OutputItem], *, is_error: bool = False) -> dict[str, Any]:
+def mcp_call_tool_result(
+    items: Sequence[OutputItem], *, is_error: bool = False, session: str | None = None
+) -> dict[str, Any]:
     """An MCP ``CallToolResult`` answering an ``exec`` or ``wait`` call. Pass
-    ``is_error=not result_succeeded(result)``."""
-    return {"content": mcp_content(items), "isError": is_error}
+    ``is_error=not result_succeeded(result)``; ``session``: the session handle of a
+    stateless result, already named in the header's ``Session:`` line.
+
+    All of the result's text is in its first content item (:func:`mcp_text`), images
+    and audio after it: several hosts give the model only the first item (smolagents),
+    or the structured content in place of the content (pydantic-ai), so the result has
+    no ``structuredContent``. What a client may want to read by program is in
+    ``_meta`` as well as in the text: :data:`MCP_META_CELL` for a running cell,
+    :data:`MCP_META_SESSION` for a stateless session."""
+    blocks = mcp_content(items)
+    media = [block for block in blocks if block["type"] != "text"]
+    content = [{"type": "text", "text": mcp_text(blocks)}, *media]
+    result: dict[str, Any] = {"content": content, "isError": is_error}
+    meta: dict[str, str] = {}
+    cell = running_cell_id(items)
+    if cell is not None:
+        meta[MCP_META_CELL] = cell
+    if session is not None:
+        meta[MCP_META_SESSION] = session
+    if meta:
+        result["_meta"] = meta
+    return result
+
+
+def mcp_text(blocks: Sequence[Mapping[str, Any]]) -> str:
+    """The text blocks of ``blocks`` as one text, in order: each starts on a new line
+    (a line break is added only where the text before has none), so the header is
+    followed by the output as a program printed it."""
+    text = ""
+    for block in blocks:
+        if block["type"] == "text":
+            if text and not text.endswith("\n"):
+                text += "\n"
+            text += block["text"]
+    return text
 
 
 def audio_note(item: Audio) -> str:

@@ -13,12 +13,22 @@ parts, joined by a blank line:
 2. the reference's note on finding tools in ``ALL_TOOLS`` (always: the text stays the
    same as the tool set changes), plus its tool-search paragraph in deferred mode when
    ``tools.tool_search`` is among the tools;
-3. ``Shared MCP Types:`` with the MCP result types, once, when any tool returns an MCP
-   ``CallToolResult`` (or always, with ``code_mode_only=True``);
+3. ``Shared MCP Types:`` with the MCP result types, once, when the description speaks
+   of MCP (:func:`speaks_mcp`: a tool returns an MCP ``CallToolResult``; in deferred
+   mode, by configuration alone);
 4. unless deferred, the tool reference: for each tool, in the order given, an optional
    ``## <namespace>`` heading when the namespace changes, then ``### `<identifier>` ``
    (plus `` (`<raw name>`)`` when the two differ), the tool's description and its
    declaration in a ``ts`` block.
+
+A description that speaks of no MCP names no MCP concept at all: the helper lines lose
+their MCP sentences (:data:`~.guide_texts.WITHOUT_MCP`). In deferred mode the text
+depends on no deferred tool (the reference's ``build_exec_tool_description`` ignores
+its deferred tools: openai/codex ``codex-rs/code-mode-protocol/src/description.rs``
+and ``description_override_tests.rs``, mirror wallentx/codex-termux ca44e7e9ac60 and
+21a6962eac13): no tool is named as an example, both input kinds are described, and
+whether MCP is spoken of is configuration, so a catalog change leaves it, and the
+model's prompt cache, as it was.
 
 :func:`exec_sections` returns the parts as a list, for a host that adds its own.
 """
@@ -41,6 +51,7 @@ __all__ = [
     "augment_tool_definition",
     "exec_description",
     "exec_sections",
+    "speaks_mcp",
     "tool_heading",
     "tool_reference",
     "tool_sample",
@@ -148,6 +159,7 @@ def exec_description(
     push: bool = False,
     image_detail: bool = True,
     code_mode_only: bool = False,
+    mcp: bool | None = None,
 ) -> str:
     """The description of the ``exec`` tool for the given nested tools.
 
@@ -160,7 +172,7 @@ def exec_description(
     and the input line is worded for that. ``push=True`` is for hosts that give the
     model a program's result when it finishes (``CodeModeSession(on_finished=...)``):
     a line after the reference's ``yield_time_ms`` one says so, so the model need not
-    poll with ``wait``. ``image_detail`` and ``code_mode_only``: see
+    poll with ``wait``. ``image_detail``, ``code_mode_only`` and ``mcp``: see
     :func:`exec_sections`.
     """
     return "\n\n".join(
@@ -172,8 +184,31 @@ def exec_description(
             push=push,
             image_detail=image_detail,
             code_mode_only=code_mode_only,
+            mcp=mcp,
         )
     )
+
+
+def speaks_mcp(
+    tools: Sequence[ToolDefinition],
+    *,
+    deferred: bool = False,
+    code_mode_only: bool = False,
+    mcp: bool | None = None,
+) -> bool:
+    """Whether the ``exec`` description speaks of MCP: the ``Shared MCP Types:`` block,
+    and the MCP sentences of the ``image``, ``audio`` and ``forward_output`` lines.
+
+    ``mcp`` decides when given. Otherwise: always with ``code_mode_only`` (the
+    reference's code-mode-only mode shows the types whatever the tools); in deferred
+    mode always too, since which tools a deferred catalog holds must not change the
+    text and such a catalog may hold MCP tools at any time (pass ``mcp=False`` for one
+    that never does); else when a tool returns an MCP ``CallToolResult``."""
+    if mcp is not None:
+        return mcp
+    if code_mode_only or deferred:
+        return True
+    return any(is_mcp_call_tool_result(tool.output_schema) for tool in tools)
 
 
 def exec_sections(
@@ -186,6 +221,7 @@ def exec_sections(
     extra_helpers: Sequence[str] = (),
     image_detail: bool = True,
     code_mode_only: bool = False,
+    mcp: bool | None = None,
 ) -> list[str]:
     """The parts of :func:`exec_description`, in order, for a host that inserts its
     own (join them with a blank line). ``extra_helpers`` are more helper lines
@@ -193,14 +229,16 @@ def exec_sections(
     APIs whose images have no detail level (MCP, Anthropic): the ``image`` line is the
     reference's one without it. ``code_mode_only=True`` emits ``Shared MCP Types:``
     whatever the tools return, as the reference does in its code-mode-only mode, so the
-    text stays the same when a tool's output schema changes (by default the block comes
-    only when a tool returns an MCP ``CallToolResult``)."""
-    parts = [_guide(tools, code_argument, push, extra_helpers, image_detail)]
+    text stays the same when a tool's output schema changes. ``mcp``: whether the text
+    speaks of MCP at all (:func:`speaks_mcp`; ``None``: decided as it says)."""
+    mcp = speaks_mcp(tools, deferred=deferred, code_mode_only=code_mode_only, mcp=mcp)
+    guide = _guide(tools, code_argument, push, extra_helpers, image_detail, deferred, mcp)
+    parts = [guide]
     guidance = "\n".join(guide_texts.DEFERRED_GUIDANCE)
     if deferred and any(_is_tool_search(tool) for tool in tools):
         guidance += "\n\n" + guide_texts.TOOL_SEARCH_GUIDANCE
     parts.append(guidance)
-    if code_mode_only or any(is_mcp_call_tool_result(tool.output_schema) for tool in tools):
+    if mcp:
         parts.append(f"Shared MCP Types:\n```ts\n{MCP_TYPES_PREAMBLE}\n```")
     if not deferred and tools:
         parts.append(tool_reference(tools, namespace_descriptions))
@@ -245,21 +283,22 @@ def _guide(
     push: bool,
     extra_helpers: Sequence[str],
     image_detail: bool,
+    deferred: bool,
+    mcp: bool,
 ) -> str:
+    """The guide. In deferred mode the tools' names and kinds stay out of it (the
+    catalog may change: see the module documentation)."""
+    shown = [] if deferred else [tool for tool in tools if not _is_tool_search(tool)]
     intro: list[str] = []
     for line in guide_texts.INTRO:
         if line == guide_texts.RAW_INPUT:
             line = guide_texts.input_line(code_argument)
         elif line == guide_texts.TOOLS_LINE:
             line = guide_texts.tools_line(
-                [
-                    (normalize_identifier(tool.name), tool.name)
-                    for tool in tools
-                    if not _is_tool_search(tool)
-                ]
+                [(normalize_identifier(tool.name), tool.name) for tool in shown]
             )
         elif line == guide_texts.INPUT_KIND_LINE:
-            kinds = {tool.kind for tool in tools}
+            kinds = {ToolKind.FUNCTION, ToolKind.FREEFORM} if deferred else {t.kind for t in tools}
             line = guide_texts.input_kind_line(
                 ToolKind.FUNCTION in kinds or not kinds, ToolKind.FREEFORM in kinds
             )
@@ -271,4 +310,6 @@ def _guide(
         image if line == guide_texts.IMAGE_HELPER else line
         for line in (*guide_texts.HELPERS, *guide_texts.EXTRA_HELPERS, *extra_helpers)
     ]
+    if not mcp:
+        helpers = [guide_texts.WITHOUT_MCP.get(line, line) for line in helpers]
     return _defaults("\n".join(intro)) + "\n\n" + "\n".join(helpers)

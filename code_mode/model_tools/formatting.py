@@ -46,9 +46,12 @@ __all__ = [
     "result_header",
     "result_status",
     "result_succeeded",
+    "running_cell_id",
     "truncate_output",
 ]
 
+RUNNING: Final = "Script running with cell ID "
+"""The start of the status line of a running result, before the cell's ID."""
 FAILED: Final = "Script failed"
 """The status line of a failed result (see :func:`result_status`)."""
 
@@ -89,7 +92,7 @@ def result_status(result: CellEvent | str, cell_id: str) -> str:
     (a ``Completed`` with an ``error_text``, or a ``str`` error such as a missing
     cell) or ``Script terminated``."""
     if isinstance(result, Yielded | Pending):
-        return f"Script running with cell ID {cell_id}"
+        return f"{RUNNING}{cell_id}"
     if isinstance(result, Terminated):
         return "Script terminated"
     if isinstance(result, Completed) and result.error_text is None:
@@ -113,6 +116,15 @@ def is_error_result(items: Sequence[OutputItem]) -> bool:
     when :func:`result_succeeded` was false for the event they were made from. Use it
     for the ``is_error`` flag of Anthropic and MCP results."""
     return bool(items) and isinstance(items[0], Text) and items[0].text.startswith(FAILED + "\n")
+
+
+def running_cell_id(items: Sequence[OutputItem]) -> str | None:
+    """The cell ID of formatted result items whose header says ``Script running with
+    cell ID <id>``, else ``None`` (the program ended, or the call failed)."""
+    if not items or not isinstance(items[0], Text):
+        return None
+    status = items[0].text.partition("\n")[0]
+    return status.removeprefix(RUNNING) if status.startswith(RUNNING) else None
 
 
 def result_header(status: str, wall_time: float, code_mode_time: float | None = None) -> str:

@@ -10,7 +10,14 @@ Models are tuned on the reference's descriptions (openai/codex
   and ``forward_output``, which the reference does not have, are documented after the
   reference's helpers (:data:`EXTRA_HELPERS`);
 * where ``exec`` cannot be a free-text tool (Anthropic, MCP) the input line says which
-  JSON argument carries the source (:func:`input_line`).
+  JSON argument carries the source (:func:`input_line`);
+* a description that speaks of no MCP (no tool returns an MCP result) has the
+  ``image``, ``audio`` and ``forward_output`` lines without their MCP sentences
+  (:data:`WITHOUT_MCP`): a model told of ``ImageContent`` blocks and
+  ``codex/imageDetail`` by a host with no MCP tools looks for what is not there;
+* in deferred mode, the tools line names no tool and the input line states both
+  kinds (:func:`tools_line`, :func:`input_kind_line`): the text then does not change
+  with the catalog, so a model's prompt cache survives a catalog change.
 
 A host that adds to the descriptions appends lines to these lists' copies; it never
 needs to edit the texts. Push (``on_finished``) and the idle floor do just that, with
@@ -33,6 +40,7 @@ __all__ = [
     "TOOL_SEARCH_GUIDANCE",
     "WAIT",
     "WAIT_PUSH",
+    "WITHOUT_MCP",
     "YIELD_AGAIN",
     "YIELD_AGAIN_PUSH",
     "input_kind_line",
@@ -55,6 +63,18 @@ INPUT_KIND_LINE: Final = "{input_kind_line}"
 """Placeholder for :func:`input_kind_line`."""
 IMAGE_HELPER: Final = "{image_helper}"
 """Placeholder for :data:`IMAGE_HELPER_DETAIL` or :data:`IMAGE_HELPER_PLAIN`."""
+
+AUDIO_HELPER: Final = (
+    "- `audio(audioUrlOrItem: string | { audio_url: string } | AudioContent)`: Appends an "
+    "audio item. `audio_url` should be a base64-encoded `data:` URL. To forward an MCP tool "
+    "audio block, pass an individual `AudioContent` block from `result.content`, for "
+    "example `audio(result.content[0])`."
+)
+FORWARD_OUTPUT_HELPER: Final = (
+    "- `forward_output(...results: unknown[])`: Appends the text and image content of tool "
+    "results as they are: MCP `CallToolResult`s, objects with `content_items`, single text "
+    "or image items, or strings."
+)
 
 INTRO: Final = (
     "Run JavaScript code to orchestrate/compose tool calls",
@@ -84,10 +104,7 @@ HELPERS: Final = (
     "- `text(value: string | number | boolean | undefined | null)`: Appends a text item. "
     "Non-string values are stringified with `JSON.stringify(...)` when possible.",
     IMAGE_HELPER,
-    "- `audio(audioUrlOrItem: string | { audio_url: string } | AudioContent)`: Appends an "
-    "audio item. `audio_url` should be a base64-encoded `data:` URL. To forward an MCP tool "
-    "audio block, pass an individual `AudioContent` block from `result.content`, for "
-    "example `audio(result.content[0])`.",
+    AUDIO_HELPER,
     "- `generatedImage(result: { image_url: string; output_hint?: string })`: Appends an "
     "image-generation result and its optional output hint. HTTP(S) URLs are not supported.",
     "- `store(key: string, value: any)`: stores a serializable value under a string key for "
@@ -111,9 +128,7 @@ EXTRA_HELPERS: Final = (
     "- `console.log(...values: unknown[])` (also `info`, `warn`, `error`, `debug`): Appends "
     "one text item, the values joined by spaces (strings as they are, others like "
     "`text(...)`).",
-    "- `forward_output(...results: unknown[])`: Appends the text and image content of tool "
-    "results as they are: MCP `CallToolResult`s, objects with `content_items`, single text "
-    "or image items, or strings.",
+    FORWARD_OUTPUT_HELPER,
 )
 """This package's helpers beyond the reference's."""
 
@@ -157,6 +172,32 @@ IMAGE_HELPER_PLAIN: Final = (
 )
 """The reference's ``UNIFIED_IMAGE_HELPER_DESCRIPTION``: for an API whose images have no
 detail level (MCP, Anthropic), where the detail would be dropped."""
+
+
+WITHOUT_MCP: Final = {
+    IMAGE_HELPER_DETAIL: (
+        '- `image(imageUrlOrItem: string | { image_url: string; detail?: "auto" | "low" | '
+        '"high" | "original" | null }, detail?: "auto" | "low" | "high" | "original" | '
+        "null)`: Appends an image item. `image_url` should be a base64-encoded `data:` URL. "
+        "When provided, the second `detail` argument overrides any detail embedded in the "
+        "first argument."
+    ),
+    IMAGE_HELPER_PLAIN: (
+        "- `image(imageUrlOrItem: string | { image_url: string })`: Appends an image item. "
+        "`image_url` should be a base64-encoded `data:` URL."
+    ),
+    AUDIO_HELPER: (
+        "- `audio(audioUrlOrItem: string | { audio_url: string })`: Appends an audio item. "
+        "`audio_url` should be a base64-encoded `data:` URL."
+    ),
+    FORWARD_OUTPUT_HELPER: (
+        "- `forward_output(...results: unknown[])`: Appends the text and image content of "
+        "tool results as they are: objects with `content_items`, single text or image items, "
+        "or strings."
+    ),
+}
+"""The helper lines that name MCP, as a description that speaks of no MCP has them:
+the same line less its MCP sentences and types."""
 
 
 def tools_line(identifiers: list[tuple[str, str]]) -> str:

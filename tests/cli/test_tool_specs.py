@@ -121,7 +121,8 @@ async def _call_shift_over_stdio(cwd: Path, spec: str) -> str:
             await session.initialize()
             result = await session.call_tool("exec", {"code": "text(await tools.shift({x: 1}))"})
     assert not result.is_error, result
-    return "".join(getattr(item, "text", "") for item in result.content[1:])
+    [content] = result.content  # all of the text in one item, the output after `Output:`
+    return getattr(content, "text", "").partition("\nOutput:\n")[2]
 
 
 async def test_an_sdk_client_in_another_folder_serves_a_file_spec(

@@ -126,8 +126,11 @@ class Agent:
             self.lost.append(Lost(record.pid, False, first[0], False, trio.current_time()))
             return False
         while True:
-            header, *output = texts(result)
-            items.extend(output)
+            # All of a result's text is in its one text item: the header, then the
+            # program's outputs, a line each.
+            [text] = texts(result)
+            header, _, output = text.partition("\nOutput:\n")
+            items.extend(output.split("\n") if output else [])
             if not header.startswith("Script running with cell ID "):
                 break
             cell = header.split("\n")[0].removeprefix("Script running with cell ID ")

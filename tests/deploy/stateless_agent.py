@@ -20,6 +20,8 @@ import mcp.types as types
 import trio
 from mcp import Client, MCPError
 
+from code_mode.model_tools.adapters import MCP_META_SESSION
+
 from ..mcp_server.http_support import leaves
 from .agent import WAIT_MS
 
@@ -130,16 +132,19 @@ class StatelessAgent:
             return False
         items: list[str] = []
         while True:
-            header, *rest = texts(result)
-            session = (result.structured_content or {}).get("session")
-            if not rest or rest[0] != f"Session: {session}" or session is None:
-                self.wrong.append(f"{label}: no session line: {[header, *rest][:3]!r}")
+            # All of a result's text is in its one text item: the header (with its
+            # `Session:` line, also in `_meta`), then the outputs, a line each.
+            [text] = texts(result)
+            header, _, output = text.partition("\nOutput:\n")
+            session = (result.meta or {}).get(MCP_META_SESSION)
+            if session is None or not header.endswith(f"\nSession: {session}"):
+                self.wrong.append(f"{label}: no session line: {text[:300]!r}")
                 return False
             if self.session is None:
                 self.session = session
             elif session != self.session:
                 self.wrong.append(f"{label}: session {session}, expected {self.session}")
-            items.extend(rest[1:])
+            items.extend(output.split("\n") if output else [])
             if not header.startswith("Script running with cell ID "):
                 break
             cell = header.split("\n")[0].removeprefix("Script running with cell ID ")
@@ -155,7 +160,7 @@ class StatelessAgent:
                 self.orphaned_at.append(self.count)
                 return False
         pid = items[0] if items else "?"
-        if header.startswith("Script failed") and items and LOST in items[-1]:
+        if header.startswith("Script failed") and any(LOST in item for item in items):
             self.lost.append(int(pid) if pid.isdigit() else 0)
             return False  # run again: the counter is the session's, in the store
         # The counter: one more than the last completed program's, or more when a

@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 import trio
 from mcp import ClientSession
 
-from ..mcp_server.http_support import http_client, refused, texts
+from ..mcp_server.http_support import http_client, outputs, refused
 from .agent import Agent
 from .cluster import Cluster, local_cluster, needs_haproxy
 from .cluster import Crowd as CrowdBase
@@ -201,7 +201,7 @@ async def test_when_every_server_is_full_a_new_session_is_told_so() -> None:
     async def session_on_a_server(url: str) -> AsyncIterator[tuple[ClientSession, str]]:
         async with http_client(url) as session:
             result = await session.call_tool("exec", {"code": "text(await tools.whoami())"})
-            yield session, texts(result)[1]
+            yield session, outputs(result)[0]
 
     async with local_cluster(2, "--max-sessions", "1") as cluster:
         with trio.fail_after(BOUND):

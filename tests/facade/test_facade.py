@@ -25,6 +25,7 @@ from code_mode import (
 from code_mode._facade import resolve_yield_time_ms
 from code_mode.model_tools.adapters import exec_json_parameters, wait_parameters
 from code_mode.model_tools.descriptions import wait_description
+from code_mode.model_tools.error_texts import missing_cell_text
 
 SAFETY = 10.0  # seconds; a hang guard, never the thing under test
 HEADER = re.compile(r"^(?P<status>.*)\nWall time \d+\.\d seconds\nOutput:\n$")
@@ -140,7 +141,7 @@ async def test_wait_terminate_stops_the_program() -> None:
             assert body(stopped) == []
             again = await cm.wait("1")
     assert status(again) == "Script failed"
-    assert body(again) == [Text("Script error:\nexec cell 1 not found")]
+    assert body(again) == [Text("Script error:\n" + missing_cell_text("1"))]
 
 
 async def test_wait_on_missing_cell() -> None:
@@ -148,7 +149,15 @@ async def test_wait_on_missing_cell() -> None:
         async with CodeModeSession() as cm:
             items = await cm.wait("9")
     assert status(items) == "Script failed"
-    assert body(items) == [Text("Script error:\nexec cell 9 not found")]
+    # The reference's words first, then what may have happened and what to do.
+    assert body(items) == [
+        Text(
+            "Script error:\nexec cell 9 not found: its program already ended and its final "
+            "result was returned, or it was started in another session. Check that the ID "
+            "is the one from `Script running with cell ID <id>`; if you still need the "
+            "program's result, run the program again with `exec`."
+        )
+    ]
     assert is_error_result(items)
 
 
@@ -158,7 +167,7 @@ async def test_wait_on_finished_cell_is_not_found() -> None:
             done = await cm.exec('text("done")')
             assert status(done) == "Script completed"
             items = await cm.wait("1")
-    assert body(items) == [Text("Script error:\nexec cell 1 not found")]
+    assert body(items) == [Text("Script error:\n" + missing_cell_text("1"))]
 
 
 @pytest.mark.parametrize(
@@ -267,7 +276,7 @@ async def test_handle_call_anthropic_and_mcp_shapes() -> None:
             as_text = await cm.handle_call("exec", json.dumps({"code": "text(7)"}))
             assert body(as_text) == [Text("7")]
             numeric_id = await cm.handle_call("wait", {"cell_id": 99})
-    assert body(numeric_id) == [Text("Script error:\nexec cell 99 not found")]
+    assert body(numeric_id) == [Text("Script error:\n" + missing_cell_text("99"))]
 
 
 @pytest.mark.parametrize(

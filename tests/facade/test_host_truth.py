@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from code_mode import CodeModeSession, Text, tool
+from code_mode import CodeModeSession, Text, Toolset, tool
 from code_mode.model_tools.formatting import result_header
 
 
@@ -52,12 +52,26 @@ def test_no_description_names_what_the_host_lacks(deferred: bool, search: bool) 
     for api, text in _descriptions(cm).items():
         for word in ABSENT:
             assert word not in text, (api, word)
-        # Only the OpenAI Responses API carries an image's detail level.
-        assert ("codex/imageDetail" in text) == (api in ("exec_tool", "openai")), api
-        # The examples are this session's tools.
-        assert "`await tools.add(...)`" in text
+        if deferred:
+            # The text names no tool of the catalog, which may change (issue 35, item 6);
+            # its MCP parts are configuration, there by default (for the OpenAI
+            # Responses API, which alone carries an image's detail level, with it).
+            assert "tools.add" not in text, api
+            assert ("codex/imageDetail" in text) == (api in ("exec_tool", "openai")), api
+        else:
+            # The examples are this session's tools, and a session whose tools return
+            # no MCP result hears nothing of MCP (issue 35, item 6).
+            assert "`await tools.add(...)`" in text
+            assert "MCP" not in text and "codex/imageDetail" not in text, api
         if not search:
             assert "tool_search" not in text
+
+
+def test_a_deferred_toolset_without_mcp_names_no_mcp() -> None:
+    toolset = Toolset.build([add], deferred=True, mcp=False)
+    for api, text in _descriptions(CodeModeSession(tools=toolset)).items():
+        assert "MCP" not in text and "codex/" not in text, api
+        assert "tools.add" not in text, api
 
 
 async def test_the_texts_promises_about_tools_hold() -> None:

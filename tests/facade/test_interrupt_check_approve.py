@@ -20,6 +20,7 @@ import trio.testing
 
 from code_mode import Approval, CellFinished, CodeModeSession, Text, tool
 from code_mode._facade.program_check import ProgramCheck
+from code_mode.model_tools.error_texts import missing_cell_text
 
 from .test_facade import SAFETY, add, body, gated, status
 
@@ -48,7 +49,7 @@ async def test_terminate_all_ends_every_program_of_the_session() -> None:
         for cell_id in ("2", "3"):
             missing = await cm.wait(cell_id)
             assert status(missing) == "Script failed"
-            assert body(missing) == [Text(f"Script error:\nexec cell {cell_id} not found")]
+            assert body(missing) == [Text("Script error:\n" + missing_cell_text(cell_id))]
         assert pushed == []  # programs the host ends are never pushed
         after = await cm.exec("text(load('kept'))")
         assert (status(after), body(after)) == ("Script completed", [Text("yes")])

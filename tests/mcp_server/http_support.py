@@ -71,6 +71,15 @@ def texts(result: types.CallToolResult) -> list[str]:
     return [block.text for block in result.content if isinstance(block, types.TextContent)]
 
 
+def outputs(result: types.CallToolResult) -> list[str]:
+    """The program's text output in ``result``, a line each: what follows the header's
+    ``Output:`` line. All of a result's text is in its first content item (the server
+    joins the outputs, a line each), so there is one text item."""
+    [text] = texts(result)
+    _, _, output = text.partition("\nOutput:\n")
+    return output.split("\n") if output else []
+
+
 @asynccontextmanager
 async def http_server(server: CodeModeMcpServer) -> AsyncIterator[str]:
     """``server`` on 127.0.0.1 (any free port) for the block; yields its MCP URL."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import signal
 
+import mcp.types as types
 import trio
 
 from code_mode._cell.cell import Phase
@@ -20,6 +21,7 @@ from .http_support import (
     get,
     http_client,
     http_server,
+    outputs,
     refused,
     start_cli_server,
     texts,
@@ -86,7 +88,7 @@ async def test_drain_waits_for_every_result_and_refuses_new_work() -> None:
             assert not drained.is_set()
             finished = await busy.call_tool("wait", {"cell_id": "1"})
             assert texts(finished)[0].startswith("Script completed")
-            assert texts(finished)[1:] == ["drain open"]
+            assert outputs(finished) == ["drain open"]
             await drained.wait()
             assert server.session_count == 0
             with refused(f"^Session not found: {SHUTTING_DOWN}"):
@@ -119,9 +121,9 @@ async def test_drain_waits_for_a_pushed_result_to_be_collected() -> None:
             await trio.testing.wait_all_tasks_blocked()
             assert not drained.is_set()
             read = await session.read_resource("code-mode://cells/1")
-            assert [content.text for content in read.contents if hasattr(content, "text")][
-                -1
-            ] == "pushed open"
+            [content] = read.contents
+            assert isinstance(content, types.TextResourceContents)
+            assert content.text.endswith("\nOutput:\npushed open")
             await drained.wait()
 
 
@@ -149,7 +151,7 @@ async def test_past_the_deadline_programs_are_terminated_with_a_clear_result() -
             assert BLOCKED["waited"].is_set() and BLOCKED["left"].is_set()
             (result,) = results
             assert texts(result)[0].startswith("Script terminated")
-            assert texts(result)[-1].startswith(
+            assert outputs(result)[0].startswith(
                 "This server is shutting down: its drain deadline of 0.5 s "
                 "(ServerLimits.drain_deadline) passed, so the program was terminated."
             )
@@ -175,7 +177,7 @@ async def test_sigterm_drains_then_exits_0() -> None:
                 await server.read_until(b"draining (SIGTERM)")
                 assert (await get(url, "/readyz"))[0] == 503
                 finished = await session.call_tool("wait", {"cell_id": "1", "yield_time_ms": 20000})
-                assert texts(finished)[1:] == ["5"]
+                assert outputs(finished) == ["5"]
             await server.read_to_end()
         assert server.process.returncode == 0, server.received.decode(errors="replace")[-3000:]
         assert b"drained; stopping" in server.received
@@ -209,5 +211,5 @@ async def test_a_stateless_drain_waits_for_the_end_to_be_collected() -> None:
             assert not drained.is_set()  # ended, its end not collected yet
             finished = await client.call_tool("wait", {"cell_id": cell, "yield_time_ms": 10_000})
             assert texts(finished)[0].startswith("Script completed"), texts(finished)
-            assert texts(finished)[2:] == ["stateless drain open"]
+            assert outputs(finished) == ["stateless drain open"]
             await drained.wait()

@@ -23,6 +23,7 @@ from .http_support import (
     get,
     http_client,
     http_server,
+    outputs,
     refused,
     texts,
 )
@@ -38,7 +39,7 @@ async def test_health_and_readiness_and_the_session_limit() -> None:
                 # A session counts from its first exec/wait, not from initialize.
                 assert await get(url, "/readyz") == (200, "ready\n")
                 done = await exec_code(first, "text(await tools.add({a: 1, b: 2}))")
-                assert texts(done)[1:] == ["3"]
+                assert outputs(done) == ["3"]
                 status, body = await get(url, "/readyz")
                 assert status == 503
                 assert "at most 1 sessions at once on this server" in body
@@ -49,11 +50,11 @@ async def test_health_and_readiness_and_the_session_limit() -> None:
                         pass
                 # The session that has its place keeps it.
                 again = await exec_code(first, "text(await tools.add({a: 2, b: 2}))")
-                assert texts(again)[1:] == ["4"]
+                assert outputs(again) == ["4"]
             # Deleted when the client left: the place is free again.
             assert await get(url, "/readyz") == (200, "ready\n")
             async with http_client(url) as second:
-                assert texts(await exec_code(second, 'text("in")'))[1:] == ["in"]
+                assert outputs(await exec_code(second, 'text("in")')) == ["in"]
 
 
 async def test_a_session_the_server_does_not_know_is_404() -> None:
@@ -79,7 +80,7 @@ async def test_an_idle_session_is_gone_with_its_reason() -> None:
             with refused(r"^Session not found: it was closed after 0.5 s"):
                 await session.call_tool("wait", {"cell_id": "1"})
             async with http_client(url) as fresh:
-                assert texts(await exec_code(fresh, 'text("anew")'))[1:] == ["anew"]
+                assert outputs(await exec_code(fresh, 'text("anew")')) == ["anew"]
 
 
 async def test_a_body_over_the_limit_is_413_and_the_session_carries_on() -> None:
@@ -89,7 +90,7 @@ async def test_a_body_over_the_limit_is_413_and_the_session_carries_on() -> None
         async with http_server(server) as url, http_client(url) as session:
             with refused(limit_text):
                 await exec_code(session, f"text({json.dumps('x' * 3000)})")
-            assert texts(await exec_code(session, 'text("small")'))[1:] == ["small"]
+            assert outputs(await exec_code(session, 'text("small")')) == ["small"]
 
             # A body without a length (chunked) is counted as it arrives.
             async def chunks() -> AsyncIterator[bytes]:

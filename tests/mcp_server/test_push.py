@@ -27,7 +27,7 @@ from code_mode.mcp_server.pushed_results import (
 from code_mode.model_tools.formatting import PUSH_RUNNING_NOTE
 
 from ..mcp_support import PIXEL, SAFETY, add, serve_command
-from .http_support import exec_code, http_server, texts
+from .http_support import exec_code, http_server, outputs, texts
 
 
 class Updates:
@@ -88,16 +88,17 @@ async def test_stdio_client_is_told_and_reads_the_result_once() -> None:
 
             started = await exec_code(session, code + f'text("done"); image({PIXEL!r});')
             assert texts(started)[0].startswith("Script running with cell ID 1\n")
-            assert texts(started)[-1] == PUSH_RUNNING_NOTE
+            assert texts(started)[0].endswith(f"\n{PUSH_RUNNING_NOTE}")
 
             assert await updates.next() == cell_uri("1")
             listing = await session.list_resources()
             assert [resource.uri for resource in listing.resources] == [cell_uri("1")]
             read = await session.read_resource(cell_uri("1"))
-            header, output, image = read.contents
-            assert isinstance(header, types.TextResourceContents)
-            assert header.text.startswith("Script completed\n")
-            assert isinstance(output, types.TextResourceContents) and output.text == "done"
+            # As a tool result: all of the text first, then the image.
+            text, image = read.contents
+            assert isinstance(text, types.TextResourceContents)
+            assert text.text.startswith("Script completed\n")
+            assert text.text.endswith("\nOutput:\ndone")
             assert isinstance(image, types.BlobResourceContents)
             assert image.mime_type == "image/png" and PIXEL.endswith(image.blob)
 
@@ -127,7 +128,7 @@ async def test_http_client_collects_a_pushed_result_with_wait() -> None:
             collected = await session.call_tool("wait", {"cell_id": "1"})
             assert collected.is_error  # the program threw: Script failed
             assert texts(collected)[0].startswith("Script failed\n")
-            assert texts(collected)[-1].startswith("Script error:\nError: after one")
+            assert outputs(collected)[:2] == ["Script error:", "Error: after one"]
             with pytest.raises(MCPError):
                 await session.read_resource(cell_uri("1"))
 
@@ -157,8 +158,9 @@ async def test_http_pushed_results_stay_for_a_client_that_did_not_subscribe(
             listing = await session.list_resources()
             assert [resource.uri for resource in listing.resources] == [cell_uri("1")]
             read = await session.read_resource(cell_uri("1"))
-            assert isinstance(read.contents[-1], types.TextResourceContents)
-            assert read.contents[-1].text == "ok"
+            [content] = read.contents
+            assert isinstance(content, types.TextResourceContents)
+            assert content.text.endswith("\nOutput:\nok")
             with pytest.raises(MCPError) as bad:
                 await session.subscribe_resource("code-mode://elsewhere")
             assert bad.value.error.code == RESOURCE_NOT_FOUND

@@ -17,6 +17,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from code_mode import RuntimeConfig
 from code_mode.cli.exit_status import is_interrupt
 from code_mode.mcp_server import CodeModeMcpServer, ServerLimits
+from code_mode.model_tools.adapters import MCP_META_CELL
 
 from ..mcp_support import (
     BLOCKED,
@@ -32,6 +33,7 @@ from .http_support import (
     exec_code,
     http_client,
     http_server,
+    outputs,
     start_cli_server,
     texts,
     two_sessions,
@@ -64,7 +66,7 @@ async def test_stdio_lists_exec_and_wait_and_serves_them() -> None:
             )
             assert not result.is_error
             assert texts(result)[0].startswith("Script completed\n")
-            assert texts(result)[1:] == ["5"]
+            assert outputs(result) == ["5"]
             assert [(log.level, log.data) for log in logs] == [("info", "half way")]
 
             code = '// @exec: {"yield_time_ms": 0}\nawait new Promise(r => setTimeout(r, 200));'
@@ -72,20 +74,28 @@ async def test_stdio_lists_exec_and_wait_and_serves_them() -> None:
                 session, code + 'text(load("k")); image(' + json.dumps(PIXEL) + ")"
             )
             assert texts(started)[0].startswith("Script running with cell ID 2\n")
+            # The cell ID for a client that reads it by program; no structured content.
+            assert (started.meta or {}).get(MCP_META_CELL) == "2"
+            assert started.structured_content is None
             finished = await session.call_tool("wait", {"cell_id": "2", "yield_time_ms": 20000})
             assert texts(finished)[0].startswith("Script completed\n")
-            assert texts(finished)[1] == "7"
-            image = finished.content[2]
+            assert outputs(finished)[0] == "7"
+            image = finished.content[1]  # after the one text item
             assert isinstance(image, types.ImageContent)
             assert image.mime_type == "image/png"
             assert PIXEL.endswith(image.data)
 
             failed = await exec_code(session, 'throw new Error("boom")')
             assert failed.is_error
-            assert texts(failed)[-1].startswith("Script error:\nError: boom")
+            assert outputs(failed)[:2] == ["Script error:", "Error: boom"]
             missing = await session.call_tool("wait", {"cell_id": "99"})
             assert missing.is_error
-            assert "exec cell 99 not found" in texts(missing)[-1]
+            assert outputs(missing)[:2] == ["Script error:", "exec cell 99 not found: its "
+                "program already ended and its final result was returned, or it was started "
+                "in another session. Check that the ID is the one from `Script running with "
+                "cell ID <id>`; if you still need the program's result, run the program again "
+                "with `exec`."]  # fmt: skip
+            assert MCP_META_CELL not in (missing.meta or {})
 
 
 async def test_stdio_server_ends_its_cells_when_the_client_goes() -> None:
@@ -138,8 +148,8 @@ async def test_http_sessions_are_separate() -> None:
             theirs = await exec_code(
                 second, 'text(String(load("secret"))); text(String(load("other")))'
             )
-            assert texts(mine)[1:] == ["first", "undefined"]
-            assert texts(theirs)[1:] == ["undefined", "2"]
+            assert outputs(mine) == ["first", "undefined"]
+            assert outputs(theirs) == ["undefined", "2"]
             # Cell ids are per session too.
             assert texts(mine)[0].startswith("Script completed")
 
@@ -159,7 +169,7 @@ async def test_http_notify_as_progress_and_images() -> None:
             result = await exec_code(session, code, progress_callback=on_progress)
             assert not result.is_error
             assert isinstance(result.content[1], types.ImageContent)
-            assert texts(result)[1:] == ["done"]
+            assert outputs(result) == ["done"]
             # The SDK's client runs each progress callback in a task of its own, so they
             # may run in any order; the progress value says which came first. Progress
             # without a message is the keep-alive a waiting call sends every second
@@ -212,7 +222,7 @@ async def test_http_server_survives_hostile_programs() -> None:
             stopped = await session.call_tool("wait", {"cell_id": "2", "terminate": True})
             assert texts(stopped)[0].startswith("Script terminated")
             after = await exec_code(session, "text(await tools.add({a: 1, b: 1}))")
-            assert texts(after)[1:] == ["2"]
+            assert outputs(after) == ["2"]
 
 
 async def test_unknown_tool_is_a_json_rpc_error() -> None:
@@ -254,8 +264,9 @@ async def test_mcp_inspector_cli_lists_and_calls_tools() -> None:
             ]
         )
         assert called["isError"] is False
-        assert called["content"][0]["text"].startswith("Script completed\n")
-        assert called["content"][1] == {"type": "text", "text": "42"}
+        [content] = called["content"]
+        assert content["text"].startswith("Script completed\n")
+        assert content["text"].endswith("\nOutput:\n42")
         waited = await run_inspector(
             ["--method", "tools/call", "--tool-name", "wait", "--tool-arg", "cell_id=1"]
         )
@@ -272,7 +283,7 @@ async def test_cli_serves_streamable_http() -> None:
             assert url.startswith("http://127.0.0.1:")
             async with http_client(url) as session:
                 result = await exec_code(session, "text(await tools.add({a: 1, b: 2}))")
-                assert texts(result)[1:] == ["3"]
+                assert outputs(result) == ["3"]
                 assert session.server_info is not None
                 assert session.server_info.name == "code-mode"
             server.process.send_signal(signal.SIGINT)

@@ -14,24 +14,28 @@ from mcp import Client
 from code_mode.mcp_server import CodeModeMcpServer
 from code_mode.mcp_server.stateless import SESSION_SENTENCE
 from code_mode.mcp_server.store import HANDLE_BITS, is_handle
+from code_mode.model_tools.adapters import MCP_META_CELL, MCP_META_SESSION
 
-from .http_support import GATES, gate, http_server, texts
+from .http_support import GATES, gate, http_server, outputs, texts
 
 SAFETY = 60
 RUNNING = re.compile(r"Script running with cell ID (\S+)\n")
-SESSION = re.compile(r"Session: (\S+)\Z")
+SESSION = re.compile(r"Session: (\S+)\nOutput:\n")
 
 
 def session_of(result: types.CallToolResult) -> str:
-    """The session handle a result names, checked in both places."""
-    lines = texts(result)
-    named = SESSION.match(lines[1])
-    assert named is not None, lines
-    assert result.structured_content is not None
-    assert result.structured_content["session"] == named.group(1)
-    assert result.structured_content["result"] == "\n".join(
-        [lines[0].removesuffix("\n"), *lines[1:]]
+    """The session handle a result names, checked in both places: the header's
+    `Session:` line (before `Output:`) and `_meta`; never in structured content, which
+    some hosts show the model in place of the text."""
+    [text] = texts(result)
+    named = SESSION.search(text)
+    assert named is not None, text
+    meta = result.meta or {}
+    ours = {key: value for key, value in meta.items() if key.startswith("code-mode/")}
+    assert ours == {MCP_META_SESSION: named.group(1)} | (
+        {MCP_META_CELL: cell_of(result)} if text.startswith("Script running") else {}
     )
+    assert result.structured_content is None
     return named.group(1)
 
 
@@ -55,7 +59,7 @@ async def test_default_client_is_stateless_with_session_and_cell_handles() -> No
             assert texts(first)[0].startswith("Script completed\n"), texts(first)
             session = session_of(first)
             assert is_handle(session) and HANDLE_BITS >= 128
-            assert texts(first)[2:] == ["stored"]
+            assert outputs(first) == ["stored"]
             # Its state is in the store: no code mode session is kept for it.
             assert server.session_count == 0
 
@@ -64,10 +68,10 @@ async def test_default_client_is_stateless_with_session_and_cell_handles() -> No
                 "exec", {"code": 'text(String(load("k") + 1))', "session": session}
             )
             assert session_of(again) == session
-            assert texts(again)[2:] == ["42"]
+            assert outputs(again) == ["42"]
             fresh = await client.call_tool("exec", {"code": 'text(String(load("k")))'})
             assert session_of(fresh) != session
-            assert texts(fresh)[2:] == ["undefined"]
+            assert outputs(fresh) == ["undefined"]
 
             # A yielding program: its cell id is a handle, resumed with wait.
             GATES["stateless"] = trio.Event()
@@ -82,12 +86,12 @@ async def test_default_client_is_stateless_with_session_and_cell_handles() -> No
             cell = cell_of(started)
             assert is_handle(cell), cell
             assert session_of(started) == session
-            assert texts(started)[2:] == ["before"]
+            assert outputs(started) == ["before"]
             GATES["stateless"].set()
             finished = await client.call_tool("wait", {"cell_id": cell, "yield_time_ms": 10_000})
             assert texts(finished)[0].startswith("Script completed\n"), texts(finished)
             assert session_of(finished) == session
-            assert texts(finished)[2:] == ["after"]
+            assert outputs(finished) == ["after"]
             await trio.testing.wait_all_tasks_blocked()
             assert server.session_count == 0  # the pump let the session go
             # Spent: the handle names nothing any more.
@@ -111,13 +115,22 @@ async def test_guessed_neighbouring_and_foreign_handles_are_not_found() -> None:
                 result = await client.call_tool("wait", {"cell_id": given})
                 assert result.is_error, given
                 assert texts(result)[0].startswith("Script failed\n"), texts(result)
-                assert f"exec cell {str(given)[:64]} not found" in texts(result)[-1]
-                assert result.structured_content is None  # no session named
+                # What happened, and what to do (the reference's phrase first).
+                said = texts(result)[-1]
+                assert f"Script error:\nexec cell {str(given)[:64]} not found: " in said
+                assert "another session or server deployment" in said
+                assert "expired after 1800 s without a call" in said  # the idle timeout
+                assert said.endswith("run the program again with `exec`.")
+                assert MCP_META_SESSION not in (result.meta or {})
+                assert result.structured_content is None
             # A session handle nobody minted starts nothing.
             unknown = await client.call_tool(
-                "exec", {"code": "text(1)", "session": started.structured_content["session"][::-1]}
+                "exec", {"code": "text(1)", "session": session_of(started)[::-1]}
             )
-            assert unknown.is_error and "not found" in texts(unknown)[-1]
+            assert unknown.is_error, texts(unknown)
+            said = texts(unknown)[-1]
+            assert f"code mode session {session_of(started)[::-1]} not found: it expired " in said
+            assert "Call `exec` again without `session` to start a new session" in said
             GATES["foreign"].set()
             done = await client.call_tool("wait", {"cell_id": cell, "yield_time_ms": 10_000})
             assert texts(done)[0].startswith("Script completed\n"), texts(done)
@@ -145,7 +158,7 @@ async def test_legacy_clients_stay_stateful_on_the_same_endpoint() -> None:
             assert cell.isdigit()  # the reference's ids, within the MCP session
             GATES["legacy"].set()
             done = await client.call_tool("wait", {"cell_id": cell, "yield_time_ms": 10_000})
-            assert texts(done)[-1] == "1"
+            assert outputs(done) == ["1"]
 
 
 async def test_progress_reaches_a_stateless_wait() -> None:
@@ -160,5 +173,5 @@ async def test_progress_reaches_a_stateless_wait() -> None:
             result = await client.call_tool(
                 "exec", {"code": 'notify("hello"); text("done")'}, progress_callback=progress
             )
-            assert texts(result)[2:] == ["done"]
+            assert outputs(result) == ["done"]
             assert "hello" in seen

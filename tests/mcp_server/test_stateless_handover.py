@@ -23,7 +23,7 @@ from code_mode._engine.isolate import Isolate
 from code_mode.mcp_server import CodeModeMcpServer, ServerLimits
 from code_mode.mcp_server.store import Store
 
-from .http_support import COUNTS, ENTERED, GATES, count, hold, serving_on, texts
+from .http_support import COUNTS, ENTERED, GATES, count, hold, outputs, serving_on, texts
 from .store.redis_server import RedisServer
 
 SAFETY = 60
@@ -92,7 +92,7 @@ async def started_cell(client: Client, code: str) -> str:
     started = await client.call_tool("exec", {"code": code})
     running = RUNNING.match(texts(started)[0])
     assert running is not None, texts(started)
-    assert texts(started)[2:] == ["started"], texts(started)
+    assert outputs(started) == ["started"], texts(started)
     return running.group(1)
 
 
@@ -118,7 +118,7 @@ async def test_calls_in_flight_finish_then_the_cell_moves(
             assert name in await b_store.dead_servers() or record.server != name
             done = await b.call_tool("wait", {"cell_id": cell, "yield_time_ms": 20_000})
             assert texts(done)[0].startswith("Script completed\n"), texts(done)
-            assert texts(done)[2:] == ["done 1 handover open 1"], texts(done)
+            assert outputs(done) == ["done 1 handover open 1"], texts(done)
             # Each call ran once: `hold` on A, `count({name: "after"})` on B.
             assert COUNTS == {"once": 1, "handover": 1, "after": 1}, COUNTS
             assert ON_B == {"after": 1}, ON_B
@@ -139,7 +139,7 @@ async def test_a_call_running_past_the_grace_runs_again_where_the_cell_resumes(
             GATES["handover"].set()
             done = await b.call_tool("wait", {"cell_id": cell, "yield_time_ms": 20_000})
             assert texts(done)[0].startswith("Script completed\n"), texts(done)
-            assert texts(done)[2:] == ["done 1 handover open 1"], texts(done)
+            assert outputs(done) == ["done 1 handover open 1"], texts(done)
             assert COUNTS == {"once": 1, "handover": 2, "after": 1}, COUNTS
             assert ON_B == {"after": 1}, ON_B
 
@@ -165,6 +165,7 @@ async def test_an_exec_in_progress_when_the_drain_begins_is_handed_over(
                 async def run_exec() -> None:
                     started = await a.call_tool("exec", {"code": program})
                     results.extend(texts(started))
+                    results.extend(outputs(started))
 
                 nursery.start_soon(run_exec)
                 await ENTERED["first"].wait()
@@ -174,10 +175,10 @@ async def test_an_exec_in_progress_when_the_drain_begins_is_handed_over(
                 GATES["first"].set()
             running = RUNNING.match(results[0])
             assert running is not None, results
-            assert results[2:] == ["first open"], results
+            assert results[1:] == ["first open"], results
             done = await b.call_tool("wait", {"cell_id": running.group(1), "yield_time_ms": 20_000})
             assert texts(done)[0].startswith("Script completed\n"), texts(done)
-            assert texts(done)[2:] == ["done 1"], texts(done)
+            assert outputs(done) == ["done 1"], texts(done)
             assert COUNTS == {"first": 1, "after": 1}, COUNTS
 
 

@@ -16,6 +16,7 @@ from mcp import Client
 
 from code_mode.mcp_server import CodeModeMcpServer
 from code_mode.mcp_server.store import open_store
+from code_mode.model_tools.adapters import MCP_META_SESSION
 
 from .http_support import (
     COUNTS,
@@ -25,6 +26,7 @@ from .http_support import (
     gate,
     hold,
     http_server,
+    outputs,
     serving_on,
     texts,
 )
@@ -50,10 +52,10 @@ async def servers(url: str, count: int, heartbeat_ttl: float = 15.0) -> AsyncIte
 
 
 def session_of(result: types.CallToolResult) -> str:
-    assert result.structured_content is not None, texts(result)
-    session = result.structured_content["session"]
-    assert texts(result)[1] == f"Session: {session}"
-    return str(session)
+    session = (result.meta or {}).get(MCP_META_SESSION)
+    assert isinstance(session, str), texts(result)
+    assert f"\nSession: {session}\nOutput:\n" in texts(result)[0]
+    return session
 
 
 async def test_wait_and_stored_values_on_other_servers(redis_server: RedisServer) -> None:
@@ -66,11 +68,11 @@ async def test_wait_and_stored_values_on_other_servers(redis_server: RedisServer
                 "exec",
                 {"code": 'store("n", load("n") + 1); text(String(load("n")))', "session": session},
             )
-            assert texts(second)[2:] == ["2"]
+            assert outputs(second) == ["2"]
             third = await c.call_tool(
                 "exec", {"code": 'text(String(load("n")))', "session": session}
             )
-            assert texts(third)[2:] == ["2"]
+            assert outputs(third) == ["2"]
 
             # A yielding program started on a; its waits land on b and c.
             GATES["shared"] = trio.Event()
@@ -86,22 +88,22 @@ async def test_wait_and_stored_values_on_other_servers(redis_server: RedisServer
             running = RUNNING.match(texts(started)[0])
             assert running is not None, texts(started)
             cell = running.group(1)
-            assert texts(started)[2:] == ["one"]
+            assert outputs(started) == ["one"]
             quiet = await b.call_tool("wait", {"cell_id": cell, "yield_time_ms": 100})
             assert texts(quiet)[0].startswith(f"Script running with cell ID {cell}\n")
             assert session_of(quiet) == session
-            assert texts(quiet)[2:] == []  # nothing new since the exec's result
+            assert outputs(quiet) == []  # nothing new since the exec's result
             GATES["shared"].set()
             done = await c.call_tool("wait", {"cell_id": cell, "yield_time_ms": 10_000})
             assert texts(done)[0].startswith("Script completed\n"), texts(done)
-            assert texts(done)[2:] == ["two"]
-            assert [block.type for block in done.content] == ["text", "text", "text", "image"]
+            assert outputs(done) == ["two"]
+            assert [block.type for block in done.content] == ["text", "image"]
             assert session_of(done) == session
             # The stored value the program wrote is the session's, on every server.
             read = await b.call_tool(
                 "exec", {"code": 'text(String(load("n")))', "session": session}
             )
-            assert texts(read)[2:] == ["3"]
+            assert outputs(read) == ["3"]
             # The handle is spent everywhere.
             for client in (a, b, c):
                 spent = await client.call_tool("wait", {"cell_id": cell})
@@ -136,13 +138,13 @@ async def test_the_cells_of_a_server_that_stopped_fail_clearly(redis_server: Red
             await store.append_event(cell, '{"output": [{"text": "half"}]}')
             lost = await b.call_tool("wait", {"cell_id": cell, "yield_time_ms": 10_000})
             assert texts(lost)[0].startswith("Script failed\n"), texts(lost)
-            assert texts(lost)[2] == "half"
+            assert outputs(lost)[0] == "half"
             assert "stopped before the program ended" in texts(lost)[-1]
             assert session_of(lost) == session
             kept = await b.call_tool(
                 "exec", {"code": 'text(String(load("kept")))', "session": session}
             )
-            assert texts(kept)[2:] == ["7"]
+            assert outputs(kept) == ["7"]
 
 
 async def test_a_store_outage_fails_calls_clearly_and_cells_catch_up(
@@ -174,7 +176,7 @@ async def test_a_store_outage_fails_calls_clearly_and_cells_catch_up(
             # Back: the server is alive and the cell's end caught up in the store.
             done = await a.call_tool("wait", {"cell_id": running.group(1), "yield_time_ms": 20_000})
             assert texts(done)[0].startswith("Script completed\n"), texts(done)
-            assert texts(done)[2:] == ["after"]
+            assert outputs(done) == ["after"]
 
 
 RESUMED = """// @exec: {"yield_time_ms": 50}
@@ -202,7 +204,7 @@ async def test_a_stopped_servers_cell_is_resumed_by_another(redis_server: RedisS
                 running = RUNNING.match(texts(started)[0])
                 assert running is not None, texts(started)
                 cell = running.group(1)
-                seen = texts(started)[2:]
+                seen = outputs(started)
                 await ENTERED["resume"].wait()  # `count` ran, `hold` is in flight on A
                 while len(seen) < 2:
                     seen += texts(await a.call_tool("wait", {"cell_id": cell}))[2:]
@@ -215,9 +217,9 @@ async def test_a_stopped_servers_cell_is_resumed_by_another(redis_server: RedisS
             assert texts(done)[0].startswith("Script completed\n"), texts(done)
             _, r, t = seen[0].split(" ")
             # Nothing given twice; the values printed before are the values resumed with.
-            assert texts(done)[2:] == [f"done {r} {t} 1 resume open"], texts(done)
+            assert outputs(done) == [f"done {r} {t} 1 resume open"], texts(done)
             assert COUNTS == {"once": 1, "resume": 2}, COUNTS
             kept = await b.call_tool(
                 "exec", {"code": 'text(JSON.stringify(load("kept")))', "session": session}
             )
-            assert texts(kept)[2:] == [f'{{"r":{r},"a":1,"h":"resume open"}}'], texts(kept)
+            assert outputs(kept) == [f'{{"r":{r},"a":1,"h":"resume open"}}'], texts(kept)

@@ -8,9 +8,20 @@ import re
 
 import pytest
 
-from code_mode import Image, ImageDetail, OutputItem, Text, ToolDefinition, ToolKind, ToolName
+from code_mode import (
+    Audio,
+    Image,
+    ImageDetail,
+    OutputItem,
+    Text,
+    ToolDefinition,
+    ToolKind,
+    ToolName,
+)
 from code_mode.model_tools.adapters import (
     EXEC_LARK_GRAMMAR,
+    MCP_META_CELL,
+    MCP_META_SESSION,
     ExecArgumentsError,
     anthropic_content,
     anthropic_exec_tool,
@@ -22,6 +33,7 @@ from code_mode.model_tools.adapters import (
     mcp_call_tool_result,
     mcp_content,
     mcp_exec_tool,
+    mcp_text,
     mcp_wait_tool,
     openai_content,
     openai_exec_output,
@@ -164,7 +176,28 @@ def test_mcp_tools() -> None:
     assert set(tool) == {"name", "description", "inputSchema"}
     assert tool["inputSchema"] == exec_json_parameters()
     assert "`code` argument" in tool["description"]
-    assert mcp_wait_tool() == wait_tool("inputSchema")
+    wait = mcp_wait_tool()
+    expected = wait_tool("inputSchema")
+    assert {**wait, "inputSchema": None} == {**expected, "inputSchema": None}
+    # Served as wait_parameters(), with each optional argument also `nullable`
+    # (smolagents reads that, not `required`).
+    schema = wait["inputSchema"]
+    assert schema["required"] == ["cell_id"]
+    for name, spec in schema["properties"].items():
+        assert spec.pop("nullable", False) is (name != "cell_id")
+    assert schema == wait_parameters()
+
+
+def test_wait_parameters_state_the_defaults() -> None:
+    properties = wait_parameters()["properties"]
+    assert {name: spec.get("default") for name, spec in properties.items()} == {
+        "cell_id": None,
+        "yield_time_ms": 10000,
+        "max_tokens": 10000,
+        "terminate": False,
+    }
+    for name in ("yield_time_ms", "max_tokens", "terminate"):
+        assert "Optional; default " in properties[name]["description"]
 
 
 def test_mcp_content() -> None:
@@ -189,6 +222,36 @@ def test_mcp_content() -> None:
         "content": [{"type": "text", "text": "x"}],
         "isError": False,
     }
+
+
+def test_an_mcp_result_has_all_its_text_in_its_first_item() -> None:
+    """Hosts that keep only the first content item (smolagents) still get the whole
+    text: header, every text output joined a line each, then images and audio."""
+    header = Text("Script running with cell ID 7\nWall time 0.1 seconds\nOutput:\n")
+    audio = Audio("data:audio/wav;base64,UklGRg==")
+    items = [header, Text("first"), Image(f"data:image/png;base64,{PNG_B64}"), Text("two\n"),
+             Text("three"), audio, Image("https://example.com/a.jpg")]  # fmt: skip
+    result = mcp_call_tool_result(items, session="S" * 24)
+    assert result == {
+        "content": [
+            {
+                "type": "text",
+                "text": "Script running with cell ID 7\nWall time 0.1 seconds\nOutput:\n"
+                "first\ntwo\nthree\nImage: https://example.com/a.jpg",
+            },
+            {"type": "image", "data": PNG_B64, "mimeType": "image/png"},
+            {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+        ],
+        "isError": False,
+        "_meta": {MCP_META_CELL: "7", MCP_META_SESSION: "S" * 24},
+    }
+    # No structuredContent, whatever the result; a finished one names no cell.
+    done = mcp_call_tool_result([Text("Script completed\nWall time 0.0 seconds\nOutput:\n")])
+    assert done == {
+        "content": [{"type": "text", "text": "Script completed\nWall time 0.0 seconds\nOutput:\n"}],
+        "isError": False,
+    }
+    assert mcp_text([]) == ""
 
 
 def test_exec_source_from_arguments_feeds_the_pragma_parser() -> None:

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from code_mode import ToolDefinition, ToolKind, ToolName
 from code_mode.model_tools.descriptions import (
@@ -184,11 +187,36 @@ TOOLS = [
 ]
 
 
-def test_exec_description_golden() -> None:
-    description = exec_description(TOOLS, namespace_descriptions=NAMESPACES)
+ADD = _tool(
+    "add",
+    "Add two integers.",
+    input_schema={
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+    },
+    output_schema={"type": "integer"},
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [
+        # MCP tools among others: the reference's MCP wording and types.
+        ("exec_description.txt", {"tools": TOOLS, "namespace_descriptions": NAMESPACES}),
+        # One plain tool, served as MCP serves exec: no MCP concept (issue 35, item 6).
+        ("exec_description_without_mcp.txt", {"tools": [ADD], "code_argument": "code",
+                                              "image_detail": False}),
+        # Deferred: the same text for every catalog (issue 35, item 6).
+        ("exec_description_deferred.txt", {"tools": TOOLS, "deferred": True}),
+    ],
+)  # fmt: skip
+def test_exec_description_golden(name: str, options: dict[str, Any]) -> None:
+    golden = GOLDEN.with_name(name)
+    description = exec_description(**options)
     if os.environ.get("UPDATE_GOLDEN") == "1":
-        GOLDEN.write_text(description, encoding="utf-8")
-    assert description == GOLDEN.read_text(encoding="utf-8")
+        golden.write_text(description, encoding="utf-8")
+    assert description == golden.read_text(encoding="utf-8")
 
 
 # The reference's texts, verbatim (openai/codex
@@ -373,8 +401,9 @@ def test_description_parts_in_order() -> None:
 def test_guide_is_the_reference_template_plus_our_extras() -> None:
     """The guide is upstream's template word for word, except for the lines that
     would not be true of this host (:data:`TRUE_OF_THIS_HOST`), followed by the two
-    helpers upstream does not have."""
-    guide = exec_sections([])[0]
+    helpers upstream does not have. (Upstream's helper lines speak of MCP: so does this
+    description, ``mcp=True``.)"""
+    guide = exec_sections([], mcp=True)[0]
     reference = "\n".join(
         TRUE_OF_THIS_HOST.get(line, line) for line in REFERENCE_EXEC_TEMPLATE.splitlines()
     )
@@ -445,8 +474,79 @@ def test_deferred_mode_is_short_and_uses_the_reference_wording() -> None:
 
 
 def test_deferred_without_mcp_tools() -> None:
-    description = exec_description([_tool("a", "b")], deferred=True)
-    assert description == exec_sections([_tool("a", "b")])[0] + "\n\n" + REFERENCE_DEFERRED
+    """A deferred toolset that says it has no MCP (``mcp=False``) gets the guide and the
+    guidance only; by default a deferred description keeps the MCP parts, whatever the
+    catalog holds (see the next test)."""
+    description = exec_description([_tool("a", "b")], deferred=True, mcp=False)
+    guide = exec_sections([], deferred=True, mcp=False)[0]
+    assert description == guide + "\n\n" + REFERENCE_DEFERRED
+    assert "MCP" not in description
+    assert "Shared MCP Types:" in exec_description([_tool("a", "b")], deferred=True)
+
+
+# Deferred catalogs before and after a change: tools added, removed, renamed, of the
+# other kind, returning an MCP result or not, the search tool staying.
+CATALOGS = [
+    [],
+    [_tool("a", "b")],
+    [_tool("deferred_echo", "Echo a value.", kind=ToolKind.FREEFORM)],
+    TOOLS,
+    [_tool("sample", "Deferred tool", output_schema=mcp_result_schema())],
+    [_tool("mcp__x__y-z", "Renamed.", namespace="mcp__x__")],
+]
+
+
+def test_a_deferred_description_does_not_change_with_the_catalog() -> None:
+    """Issue 35, item 6, after upstream ``mcp_types_stay_stable_when_a_deferred_tool_
+    changes_its_output_schema`` and ``nested_guidance_survives_catalog_changes_and_
+    respects_overrides`` (openai/codex ``codex-rs/code-mode-protocol/src/
+    description_override_tests.rs``, mirror wallentx/codex-termux 21a6962eac13, whose
+    ``build_exec_tool_description`` ignores its deferred tools): a deferred catalog
+    changes nothing in the text (no deferred tool named as an example, no input kind
+    taken from it, the MCP parts there or not by configuration), so a model's prompt
+    cache survives the change. Only configuration changes it."""
+    for mcp in (None, True, False):
+        for code_argument in (None, "code"):
+            texts = {
+                exec_description(
+                    tools,
+                    namespace_descriptions=NAMESPACES,
+                    deferred=True,
+                    mcp=mcp,
+                    code_argument=code_argument,
+                )
+                for tools in CATALOGS
+            }
+            assert len(texts) == 1, (mcp, code_argument)
+            [text] = texts
+            assert ("Shared MCP Types:" in text) is (mcp is not False)
+            for tool in TOOLS:
+                assert f"tools.{tool.name}(" not in text
+            assert "either a string or an object" in text
+
+
+def test_a_description_without_mcp_tools_names_no_mcp_concept() -> None:
+    """Issue 35, item 6: the ``exec`` description of a session whose tools return no MCP
+    result says nothing of MCP (before, ``codex/imageDetail`` and ``ImageContent`` were
+    in the ``image`` line of a session whose only tool was ``add``)."""
+    add = _tool(
+        "add",
+        "Add two integers.",
+        input_schema={"type": "object", "properties": {"a": {"type": "integer"}}},
+        output_schema={"type": "integer"},
+    )
+    for image_detail in (True, False):
+        for code_argument in (None, "code"):
+            text = exec_description([add], image_detail=image_detail, code_argument=code_argument)
+            for concept in ("MCP", "Content", "codex/", "CallToolResult", "_meta"):
+                assert concept not in text, (concept, image_detail, code_argument)
+            assert "`image(imageUrlOrItem: string | { image_url: string" in text
+            assert "`audio(audioUrlOrItem: string | { audio_url: string })`" in text
+            assert "`forward_output(...results: unknown[])`" in text
+    # With an MCP tool the reference's lines come back, each once.
+    mcp_tool = _tool("mcp__s__t", "MCP tool.", output_schema=mcp_result_schema())
+    text = exec_description([add, mcp_tool])
+    assert text.count('"codex/imageDetail"') == 1 and text.count("Shared MCP Types:") == 1
 
 
 def test_code_argument_wording() -> None:

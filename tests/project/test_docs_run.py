@@ -1,9 +1,11 @@
 """Every code block of README.md and docs/*.md runs as written, or says why not.
 
 Python blocks run, in order, in one namespace per page (a page's later blocks use what
-its earlier ones define); a top-level ``await`` runs under trio. The OpenAI and
-Anthropic loops of docs/agent.md are driven with fake clients that script the model's
-replies. JavaScript blocks run as programs (README's with ``code-mode run``). The
+its earlier ones define); a top-level ``await`` runs under trio. docs/agent.md's blocks
+are whole programs instead: each runs alone, as ``__main__``, in a namespace of its
+own, so a reader can copy any one of them into a file and run it; its OpenAI and
+Anthropic loops run against fake clients (the SDKs' client classes replaced) that
+script the model's replies. JavaScript blocks run as programs (README's with ``code-mode run``). The
 TypeScript declaration is what the renderer prints. A block that is a fragment carries
 ``<!-- not run: <why> -->`` on the line before it; shell commands, JSON and text
 listings are shown, not run. docs/mcp.md's Python examples run in
@@ -149,17 +151,47 @@ async def test_programs_md_javascript_blocks_run() -> None:
             assert result[0].text.startswith("Script completed"), (block.where, result)
 
 
-def test_agent_md_typescript_is_what_the_renderer_prints(
-    monkeypatch: pytest.MonkeyPatch,
+AGENT_MD = ROOT / "docs" / "agent.md"
+
+
+def run_alone(block: Block) -> dict[str, Any]:
+    """Run ``block`` as a program of its own (``python block.py``): a fresh namespace,
+    ``__name__ == "__main__"``, no top-level ``await``. Returns the namespace."""
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    exec(compile(block.code, block.where, "exec"), namespace)
+    return namespace
+
+
+def agent_programs(*has: str, lacks: str = "\0") -> list[Block]:
+    """docs/agent.md's Python blocks that have each of ``has`` and not ``lacks``."""
+    return [
+        block
+        for block in blocks(AGENT_MD)
+        if block.language == "python"
+        and all(text in block.code for text in has)
+        and lacks not in block.code
+    ]
+
+
+def test_every_agent_md_block_is_a_program_of_its_own(
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    namespace = _agent_namespace(monkeypatch)
-    (declaration,) = [b for b in blocks(ROOT / "docs" / "agent.md") if b.language == "ts"]
-    description = CodeModeSession(tools=[namespace["search"]]).exec_tool.description
+    """Each Python block of docs/agent.md runs alone, with what it needs in the block
+    itself (the loops, which call a model's API, run in the tests below)."""
+    programs = agent_programs()
+    assert len(programs) >= 8
+    for block in programs:
+        assert block.not_run is None, block.where
+        if "client = " not in block.code:
+            run_alone(block)
+    assert capsys.readouterr().out.splitlines()[-1] == "done"  # the pydantic-ai agent
+
+
+def test_agent_md_typescript_is_what_the_renderer_prints() -> None:
+    first = agent_programs()[0]  # the @tool block the declaration shows
+    (declaration,) = [b for b in blocks(AGENT_MD) if b.language == "ts"]
+    description = CodeModeSession(tools=[run_alone(first)["search"]]).exec_tool.description
     assert declaration.code.strip() in description
-
-
-def _agent_namespace(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    return run_python(ROOT / "docs" / "agent.md", monkeypatch)
 
 
 # -- the SDK loops, with scripted clients --------------------------------------------
@@ -195,54 +227,72 @@ class _FakeAnthropic:
         return _ns(content=self.replies.pop(0))
 
 
-def _agents(monkeypatch: pytest.MonkeyPatch, has: str, lacks: str = "\0") -> list[dict[str, Any]]:
-    """agent.md's namespace with each block that has ``has`` (and not ``lacks``) run again
-    in a copy (so that its ``client`` can be replaced)."""
-    namespaces = []
-    base = _agent_namespace(monkeypatch)
-    for block in blocks(ROOT / "docs" / "agent.md"):
-        chosen = has in block.code and lacks not in block.code
-        if block.language == "python" and block.not_run is None and chosen:
-            namespace = dict(base)
-            exec(compile(block.code, block.where, "exec"), namespace)
-            namespaces.append(namespace)
-    return namespaces
+def _run_loop(monkeypatch: pytest.MonkeyPatch, block: Block, sdk: str, fake: Any) -> dict[str, Any]:
+    """Run a loop block as its own program, its SDK client class replaced by ``fake``."""
+    module = __import__(sdk)
+    monkeypatch.setattr(module, "OpenAI" if sdk == "openai" else "Anthropic", lambda: fake)
+    return run_alone(block)
 
 
-def test_agent_md_openai_loop_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    (namespace,) = _agents(monkeypatch, "client = OpenAI()", lacks="pushed.receive()")
+def test_agent_md_openai_loop_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (block,) = agent_programs("client = OpenAI()", lacks="pushed.receive()")
     fake = _FakeOpenAI(
         [[_ns(type="custom_tool_call", name="exec", input="text(6 * 7)", call_id="c1")]],
         final="the answer is 42",
     )
-    namespace["client"] = fake
-    assert trio.run(namespace["agent"], "six times seven?") == "the answer is 42"
+    _run_loop(monkeypatch, block, "openai", fake)
+    assert capsys.readouterr().out == "the answer is 42\n"
     output = fake.inputs[1][-1]
     assert output["type"] == "custom_tool_call_output" and "42" in json.dumps(output)
 
 
-def test_agent_md_anthropic_loop_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    (namespace,) = _agents(monkeypatch, "client = Anthropic()")
+def test_agent_md_anthropic_loop_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (block,) = agent_programs("client = Anthropic()", lacks="pushed.receive()")
     fake = _FakeAnthropic(
         [
             [_ns(type="tool_use", name="exec", input={"code": "text(6 * 7)"}, id="u1")],
             [_ns(type="text", text="42 it is")],
         ]
     )
-    namespace["client"] = fake
-    assert trio.run(namespace["agent"], "six times seven?") == "42 it is"
+    _run_loop(monkeypatch, block, "anthropic", fake)
+    assert capsys.readouterr().out == "42 it is\n"
     result = fake.sent[1][-1]["content"][0]
     assert result["type"] == "tool_result" and "42" in json.dumps(result)
 
 
-def test_agent_md_push_loop_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    (namespace,) = _agents(monkeypatch, "pushed.receive()")
-    program = '// @exec: {"yield_time_ms": 0}\nawait new Promise(r => setTimeout(r, 100)); text(42)'
+SLOW = '// @exec: {"yield_time_ms": 0}\nawait new Promise(r => setTimeout(r, 100)); text(42)'
+
+
+def test_agent_md_openai_push_loop_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (block,) = agent_programs("client = OpenAI()", "pushed.receive()")
     fake = _FakeOpenAI(
-        [[_ns(type="custom_tool_call", name="exec", input=program, call_id="c1")], []],
+        [[_ns(type="custom_tool_call", name="exec", input=SLOW, call_id="c1")], []],
         final="pushed 42",
     )
-    namespace["client"] = fake
-    assert trio.run(namespace["agent"], "slow?") == "pushed 42"
+    _run_loop(monkeypatch, block, "openai", fake)
+    assert capsys.readouterr().out == "pushed 42\n"
     pushed = fake.inputs[2][-1]
+    assert pushed["role"] == "user" and "42" in json.dumps(pushed)
+
+
+def test_agent_md_anthropic_push_loop_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (block,) = agent_programs("client = Anthropic()", "pushed.receive()")
+    fake = _FakeAnthropic(
+        [
+            [_ns(type="tool_use", name="exec", input={"code": SLOW}, id="u1")],
+            [],  # the model ends its turn while the program runs
+            [_ns(type="text", text="pushed 42")],
+        ]
+    )
+    _run_loop(monkeypatch, block, "anthropic", fake)
+    assert capsys.readouterr().out == "pushed 42\n"
+    pushed = fake.sent[2][-1]
     assert pushed["role"] == "user" and "42" in json.dumps(pushed)

@@ -18,14 +18,22 @@ from typing import Final
 from ..._errors import MissingCell
 from ..._types import CellId
 
-__all__ = ["HANDLE_BITS", "is_handle", "missing_cell", "new_handle", "same_handle"]
+__all__ = [
+    "HANDLE_BITS",
+    "SHOWN_CHARACTERS",
+    "is_handle",
+    "missing_cell",
+    "new_handle",
+    "same_handle",
+]
 
 _HANDLE_BYTES: Final = 18
 HANDLE_BITS: Final = _HANDLE_BYTES * 8
 """Random bits in a handle (144: a guess succeeds with probability 2**-144)."""
 
 _SHAPE: Final = re.compile(r"[A-Za-z0-9_-]{24}\Z")  # token_urlsafe(18): 24 characters
-_SHOWN: Final = 64
+SHOWN_CHARACTERS: Final = 64
+"""How much of a handle a client sent is echoed in an error text."""
 
 
 def new_handle() -> str:
@@ -48,4 +56,4 @@ def missing_cell(given: str) -> MissingCell:
     """``exec cell <id> not found``: the one answer to a handle the store does not
     know, whether it never existed, belongs to another session, or was guessed (at
     most 64 characters of what the client sent are echoed)."""
-    return MissingCell(CellId(given[:_SHOWN]))
+    return MissingCell(CellId(given[:SHOWN_CHARACTERS]))
