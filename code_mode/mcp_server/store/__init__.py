@@ -24,6 +24,7 @@ from .interface import (
     Store,
     StoreConfigError,
     StoreError,
+    StoreFull,
     StoreUnavailable,
 )
 from .memory_store import MemoryStore
@@ -45,6 +46,7 @@ __all__ = [
     "StoreConfig",
     "StoreConfigError",
     "StoreError",
+    "StoreFull",
     "StoreUnavailable",
     "is_handle",
     "missing_cell",

@@ -31,6 +31,7 @@ __all__ = [
     "Store",
     "StoreConfigError",
     "StoreError",
+    "StoreFull",
     "StoreUnavailable",
 ]
 
@@ -66,6 +67,12 @@ class StoreUnavailable(StoreError):
     Raised by any operation while Redis is down, so that a call fails with a clear
     message instead of crashing the server; the operation may be retried once the
     store is back."""
+
+
+class StoreFull(StoreError):
+    """The store refuses to keep more of one cell: its output events passed the
+    store's bound per cell (the SQLite store's ``max_cell_bytes``). Retrying does not
+    help; the cell's record, and what it holds, stay until they expire."""
 
 
 @attrs.frozen
