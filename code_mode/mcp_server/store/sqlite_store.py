@@ -17,11 +17,9 @@ How it keeps the :class:`~.interface.Store` contract:
   writers of this process queue on a :class:`trio.Lock` rather than in SQLite's busy
   handler. A cancelled operation finishes its transaction (a thread cannot be
   stopped; none takes longer than the busy timeout), so no thread outlives the store.
-* **Blocking reads.** An append in this process wakes the readers waiting for it at
-  once (a :class:`trio.Event`); SQLite tells other processes nothing, so one task
-  checks the file's change counter (``PRAGMA data_version``) every
-  :data:`POLL_INTERVAL` while any read waits, and wakes the readers when another
-  process committed anything. A cancel scope ends a blocking read at once.
+* **Blocking reads** (:mod:`.sqlite_watch`) are woken at once by an append in this
+  process, and within :data:`POLL_INTERVAL` (25 ms) by another process's; a cancel
+  scope ends them at once.
 * **Expiry.** Rows carry their expiry time (``session_ttl`` after their last write);
   an expired row is absent to every operation at once, and is deleted by the sweep
   that creating a session or a cell runs every :data:`SWEEP_PERIOD`, so the file holds
@@ -38,14 +36,13 @@ from __future__ import annotations
 
 import math
 import sqlite3
-import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any, Final, TypeVar, cast
 
-import attrs
 import trio
 
 from .handles import is_handle, new_handle
@@ -61,15 +58,17 @@ from .interface import (
     StoreUnavailable,
 )
 from .processes import Process, is_gone, this_process
-from .sqlite_schema import (
+from .sqlite_file import (
     DROP_CELL,
     DROP_EXPIRED,
+    Connections,
     check_path,
     connect,
     prepare,
     transaction,
     unavailable,
 )
+from .sqlite_watch import POLL_INTERVAL, Watch
 from .url import StoreConfig
 
 __all__ = [
@@ -80,13 +79,6 @@ __all__ = [
     "SqliteStore",
     "open_sqlite_store",
 ]
-
-POLL_INTERVAL: Final = 0.025
-"""Seconds between two checks for another process's commits while a read waits (25 ms).
-SQLite has no notification between processes, so a ``wait`` served here sees output
-that another server appended within this much: well under the 250 ms at which servers
-append a running cell's output, for one cheap check (a thread hop and a counter read
-from shared memory, about 40 a second) only while some read waits."""
 
 SWEEP_PERIOD: Final = 60.0
 """Seconds between two deletions of expired rows (run by whichever operation creates a
@@ -106,80 +98,6 @@ _MAX_EVENTS_READ: Final = 1024  # events one read returns at most, as the Redis 
 _RETIRED: Final = -math.inf  # alive_until of a retired server
 _T = TypeVar("_T")
 _LIVE: Final = "(expires IS NULL OR expires > ?)"
-
-
-class _Pool:
-    """Connections to the file, each lent to one worker thread at a time; at most
-    ``size`` threads at once. Closing waits for every operation to finish."""
-
-    def __init__(self, opener: Callable[[], sqlite3.Connection], size: int) -> None:
-        self._open = opener
-        self._lock = threading.Lock()
-        self._idle: list[sqlite3.Connection] = []
-        self._limiter = trio.CapacityLimiter(size)
-
-    async def run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
-        return await trio.to_thread.run_sync(self._lend, work, limiter=self._limiter)
-
-    def _lend(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
-        with self._lock:
-            connection = self._idle.pop() if self._idle else None
-        if connection is None:
-            connection = self._open()
-        try:
-            return work(connection)
-        finally:
-            with self._lock:
-                self._idle.append(connection)
-
-    async def close(self) -> None:
-        with trio.CancelScope(shield=True):
-            for _ in range(int(self._limiter.total_tokens)):  # every operation has ended
-                await self._limiter.acquire_on_behalf_of(object())
-            with self._lock:
-                idle, self._idle = self._idle, []
-            await trio.to_thread.run_sync(_close_all, idle)
-
-
-@attrs.define
-class _Waiting:
-    """The readers of one key (a cell's events, a server's commands) in this process."""
-
-    changed: trio.Event = attrs.Factory(trio.Event)
-    readers: int = 0
-
-
-class _Wakers:
-    """Wakes this process's blocked reads: the key's own when this process appends,
-    all of them when another process committed something."""
-
-    def __init__(self) -> None:
-        self._keys: dict[str, _Waiting] = {}
-        self._someone = trio.Event()
-
-    @contextmanager
-    def waiting(self, key: str) -> Iterator[_Waiting]:
-        entry = self._keys.setdefault(key, _Waiting())
-        entry.readers += 1
-        self._someone.set()
-        try:
-            yield entry
-        finally:
-            entry.readers -= 1
-            if not entry.readers:
-                del self._keys[key]
-
-    def wake(self, *keys: str) -> None:
-        for key in keys or list(self._keys):
-            entry = self._keys.get(key)
-            if entry is not None:
-                changed, entry.changed = entry.changed, trio.Event()
-                changed.set()
-
-    async def someone_waiting(self) -> None:
-        while not self._keys:
-            self._someone = trio.Event()
-            await self._someone.wait()
 
 
 class SqliteStore:
@@ -208,10 +126,10 @@ class SqliteStore:
             path = Path(config.path)
             return connect(path, busy_timeout=busy_timeout, max_bytes=config.max_bytes)
 
-        self._pool = _Pool(opener, _CONNECTIONS)
-        self._watcher = _Pool(opener, 1)  # its own connection: data_version counts others
+        self._pool = Connections(opener, _CONNECTIONS)
+        self._watcher = Connections(opener, 1)  # its own connection: data_version counts others
         self._writing = trio.Lock()
-        self._wakers = _Wakers()
+        self._watch = Watch()
         self._next_sweep = -math.inf
         self._closed = False
 
@@ -245,40 +163,6 @@ class SqliteStore:
 
     def _expiry(self, now: float) -> float | None:
         return now + self._ttl if self._ttl is not None else None
-
-    async def _blocking(
-        self,
-        key: str,
-        read: Callable[[], Awaitable[_T]],
-        ready: Callable[[_T], bool],
-        timeout: float,
-    ) -> _T:
-        """``read()`` until ``ready`` of what it read, or ``timeout`` seconds: woken by an
-        append in this process, or by the watcher when another process committed."""
-        with self._wakers.waiting(key) as waiting:
-            deadline = trio.current_time() + max(0.0, timeout)
-            while True:
-                changed = waiting.changed  # before the read: a later append sets it
-                found = await read()
-                if ready(found) or trio.current_time() >= deadline:
-                    return found
-                with trio.move_on_at(deadline):
-                    await changed.wait()
-
-    async def _watch(self) -> None:
-        """While a read waits, wake the readers when another process commits (see
-        :data:`POLL_INTERVAL`)."""
-        seen = None
-        while True:
-            await self._wakers.someone_waiting()
-            try:
-                version = await self._watcher.run(_data_version)
-            except sqlite3.Error:
-                version = None  # the readers find out what is wrong themselves
-            if version is None or version != seen:
-                self._wakers.wake()
-            seen = version
-            await trio.sleep(POLL_INTERVAL)
 
     # --- sessions
     def _touch(self, connection: sqlite3.Connection, session: str, now: float) -> bool:
@@ -418,7 +302,7 @@ class SqliteStore:
                 connection.execute(statement, (cell,))
 
         await self._do(work, write=True)
-        self._wakers.wake(f"e:{cell}")
+        self._watch.wake(f"e:{cell}")
 
     async def retire(self, server: str) -> None:
         def work(connection: sqlite3.Connection, now: float) -> None:
@@ -465,16 +349,16 @@ class SqliteStore:
 
         claimed, moved = await self._do(work, write=True)
         if moved:
-            self._wakers.wake(f"q:{claimant}")
+            self._watch.wake(f"q:{claimant}")
         return claimed
 
     # --- journals
     async def append_journal(self, cell: str, entry: JournalEntry) -> int | None:
         if not is_handle(cell):
             return None
-        size = len(entry.data.encode()) + len(entry.kind)
 
         def work(connection: sqlite3.Connection, now: float) -> int | None:
+            size = _bytes(entry.data) + len(entry.kind)  # (here: off the trio thread)
             sql = f"SELECT journal, journal_bytes FROM cells WHERE handle = ? AND {_LIVE}"
             row = connection.execute(sql, (cell, now)).fetchone()
             if row is None:
@@ -515,9 +399,9 @@ class SqliteStore:
     async def append_event(self, cell: str, event: str) -> int | None:
         if not is_handle(cell):
             return None
-        size = len(event.encode())
 
         def work(connection: sqlite3.Connection, now: float) -> int | None:
+            size = _bytes(event)
             sql = f"SELECT events, event_bytes FROM cells WHERE handle = ? AND {_LIVE}"
             row = connection.execute(sql, (cell, now)).fetchone()
             if row is None:
@@ -538,7 +422,7 @@ class SqliteStore:
 
         offset = await self._do(work, write=True)
         if offset is not None:
-            self._wakers.wake(f"e:{cell}")
+            self._watch.wake(f"e:{cell}")
         return offset
 
     async def read_events(self, cell: str, offset: int, *, timeout: float = 0.0) -> Events | None:
@@ -560,7 +444,7 @@ class SqliteStore:
         def ready(found: Events | None) -> bool:
             return found is None or bool(found.entries)
 
-        return await self._blocking(f"e:{cell}", read, ready, timeout)
+        return await self._watch.until(f"e:{cell}", read, ready, timeout)
 
     # --- commands
     async def send_command(self, cell: str, command: CellCommand) -> bool:
@@ -578,7 +462,7 @@ class SqliteStore:
 
         server = await self._do(work, write=True)
         if server is not None:
-            self._wakers.wake(f"q:{server}")
+            self._watch.wake(f"q:{server}")
         return server is not None
 
     async def receive_commands(self, server: str, *, timeout: float = 0.0) -> list[Delivered]:
@@ -600,7 +484,7 @@ class SqliteStore:
                 return []
             return await self._do(take, write=True)
 
-        return await self._blocking(f"q:{server}", read, bool, timeout)
+        return await self._watch.until(f"q:{server}", read, bool, timeout)
 
     # --- expiry
     def _sweep(self, connection: sqlite3.Connection, now: float) -> None:
@@ -613,13 +497,21 @@ class SqliteStore:
             connection.execute(statement, {"now": now})
 
 
-def _close_all(connections: list[sqlite3.Connection]) -> None:
-    for connection in connections:
-        connection.close()
+def _bytes(text: str) -> int:
+    """UTF-8 bytes of ``text`` (what the file keeps), without copying an ASCII one."""
+    return len(text) if text.isascii() else len(text.encode())
 
 
 def _data_version(connection: sqlite3.Connection) -> int:
     return int(connection.execute("PRAGMA data_version").fetchone()[0])
+
+
+async def _version(watcher: Connections) -> int | None:
+    """The file's change counter, as the watcher's own connection sees it."""
+    try:
+        return await watcher.run(_data_version)
+    except sqlite3.Error:
+        return None
 
 
 def _sole(error: BaseException) -> BaseException:
@@ -656,7 +548,7 @@ async def open_sqlite_store(
         except sqlite3.Error as error:
             raise unavailable(store.name, error) from None
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(store._watch)
+            nursery.start_soon(store._watch.run, partial(_version, store._watcher))
             try:
                 yield store
             finally:

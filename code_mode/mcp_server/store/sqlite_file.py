@@ -1,9 +1,10 @@
-"""The SQLite store's file: its schema, how a connection to it is opened, and its faults.
+"""The SQLite store's file: its schema, its connections, and its faults.
 
 :mod:`.sqlite_store` keeps everything in one SQLite file that several server processes
 on one machine open at once. This module makes such a file usable: it checks the path
 (a folder, a file that cannot be written, a file of another application are one-line
-:class:`StoreConfigError`\\ s), turns on WAL (readers never wait for the writer, and a
+:class:`StoreConfigError`\\ s), lends connections to worker threads
+(:class:`Connections`), turns on WAL (readers never wait for the writer, and a
 commit is one append to the ``-wal`` file, so a process killed at any point loses no
 committed transaction), creates the tables, and turns SQLite's errors into the store's
 (:func:`unavailable`).
@@ -14,9 +15,12 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
+
+import trio
 
 from .interface import StoreConfigError, StoreUnavailable
 
@@ -25,6 +29,7 @@ __all__ = [
     "DROP_CELL",
     "DROP_EXPIRED",
     "SCHEMA_VERSION",
+    "Connections",
     "check_path",
     "connect",
     "prepare",
@@ -38,6 +43,8 @@ file of another application named by mistake is refused rather than written into
 
 SCHEMA_VERSION: Final = 1
 """``PRAGMA user_version`` of the tables below; a file of another version is refused."""
+
+T = TypeVar("T")
 
 _WAL_LIMIT: Final = 64 * 1024 * 1024  # bytes the -wal file is cut back to after a checkpoint
 
@@ -142,6 +149,44 @@ def check_path(path: Path, name: str) -> None:
     if not os.access(path.parent, os.W_OK):
         # SQLite creates its -wal and -shm files beside the database.
         raise StoreConfigError(f"the store {name}: its folder {path.parent} cannot be written")
+
+
+class Connections:
+    """Connections to the file, each lent to one worker thread at a time; at most
+    ``size`` threads at once. Closing waits for every operation to finish."""
+
+    def __init__(self, opener: Callable[[], sqlite3.Connection], size: int) -> None:
+        self._open = opener
+        self._lock = threading.Lock()
+        self._idle: list[sqlite3.Connection] = []
+        self._limiter = trio.CapacityLimiter(size)
+
+    async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        return await trio.to_thread.run_sync(self._lend, work, limiter=self._limiter)
+
+    def _lend(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock:
+            connection = self._idle.pop() if self._idle else None
+        if connection is None:
+            connection = self._open()
+        try:
+            return work(connection)
+        finally:
+            with self._lock:
+                self._idle.append(connection)
+
+    async def close(self) -> None:
+        with trio.CancelScope(shield=True):
+            for _ in range(int(self._limiter.total_tokens)):  # every operation has ended
+                await self._limiter.acquire_on_behalf_of(object())
+            with self._lock:
+                idle, self._idle = self._idle, []
+            await trio.to_thread.run_sync(_close_all, idle)
+
+
+def _close_all(connections: list[sqlite3.Connection]) -> None:
+    for connection in connections:
+        connection.close()
 
 
 def connect(path: Path, *, busy_timeout: float, max_bytes: int | None) -> sqlite3.Connection:
