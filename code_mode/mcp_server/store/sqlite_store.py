@@ -34,6 +34,7 @@ How it keeps the :class:`~.interface.Store` contract:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sqlite3
 import time
@@ -98,13 +99,15 @@ _MAX_EVENTS_READ: Final = 1024  # events one read returns at most, as the Redis 
 _RETIRED: Final = -math.inf  # alive_until of a retired server
 _T = TypeVar("_T")
 _LIVE: Final = "(expires IS NULL OR expires > ?)"
+_NOTHING: Final = contextlib.nullcontext()  # (reusable: it holds nothing)
 
 
 class SqliteStore:
     """A :class:`~.interface.Store` in a SQLite file; made by :func:`open_sqlite_store`.
 
     ``clock``: the wall clock that expiry and heartbeats are measured by (shared by the
-    processes, unlike trio's); tests pass their own."""
+    processes, unlike trio's); tests pass their own. ``here``: this process, as its
+    heartbeats record it (:func:`.processes.this_process`)."""
 
     def __init__(
         self,
@@ -114,13 +117,14 @@ class SqliteStore:
         heartbeat_ttl: float,
         busy_timeout: float,
         clock: Callable[[], float],
+        here: Process | None,
     ) -> None:
         self._config = config
         self._ttl = session_ttl
         self._heartbeat_ttl = heartbeat_ttl
         self._clock = clock
         self._max_cell = config.max_cell_bytes or DEFAULT_MAX_CELL_BYTES
-        self._here: Process | None = this_process()
+        self._here = here
 
         def opener() -> sqlite3.Connection:
             path = Path(config.path)
@@ -146,17 +150,17 @@ class SqliteStore:
 
     async def _do(self, work: Callable[[sqlite3.Connection, float], _T], *, write: bool) -> _T:
         """``work(connection, now)`` in a worker thread, as one transaction."""
-        if self._closed:
-            raise StoreUnavailable(f"the store {self.name} is closed")
 
         def run(connection: sqlite3.Connection) -> _T:
             with transaction(connection, write=write):
                 return work(connection, self._clock())
 
         try:
-            if not write:
-                return await self._pool.run(run)
-            async with self._writing:
+            async with self._writing if write else _NOTHING:
+                # Checked with no checkpoint before the pool queues the operation: one
+                # that passes is queued ahead of the close, which waits for it.
+                if self._closed:
+                    raise StoreUnavailable(f"the store {self.name} is closed")
                 return await self._pool.run(run)
         except sqlite3.Error as error:
             raise unavailable(self.name, error) from None
@@ -541,6 +545,7 @@ async def open_sqlite_store(
         heartbeat_ttl=heartbeat_ttl,
         busy_timeout=busy_timeout,
         clock=clock,
+        here=await trio.to_thread.run_sync(this_process),
     )
     try:
         try:

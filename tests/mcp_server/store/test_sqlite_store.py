@@ -5,6 +5,7 @@ its bounds, and its faults (bad paths, a locked or corrupt file), each one line.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,6 +16,7 @@ import trio
 import trio.testing
 
 from code_mode.mcp_server.store import (
+    DEFAULT_HEARTBEAT_TTL,
     CellRecord,
     Delivered,
     JournalEntry,
@@ -25,6 +27,7 @@ from code_mode.mcp_server.store import (
     parse_store_url,
 )
 from code_mode.mcp_server.store.sqlite_store import (
+    DEFAULT_BUSY_TIMEOUT,
     POLL_INTERVAL,
     SWEEP_PERIOD,
     SqliteStore,
@@ -40,11 +43,20 @@ T = TypeVar("T")
 
 @asynccontextmanager
 async def opened(
-    url: str, *, clock: Callable[[], float] | None = None, **options: float
+    url: str,
+    *,
+    session_ttl: float = 600,
+    heartbeat_ttl: float = DEFAULT_HEARTBEAT_TTL,
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    clock: Callable[[], float] = time.time,
 ) -> AsyncIterator[SqliteStore]:
-    extra = {"clock": clock} if clock is not None else {}
+    config = parse_store_url(url)
     async with open_sqlite_store(
-        parse_store_url(url), session_ttl=options.pop("session_ttl", 600), **options, **extra
+        config,
+        session_ttl=session_ttl,
+        heartbeat_ttl=heartbeat_ttl,
+        busy_timeout=busy_timeout,
+        clock=clock,
     ) as store:
         yield store
 
