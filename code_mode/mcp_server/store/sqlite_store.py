@@ -18,8 +18,8 @@ How it keeps the :class:`~.interface.Store` contract:
   handler. A cancelled operation finishes its transaction (a thread cannot be
   stopped; none takes longer than the busy timeout), so no thread outlives the store.
 * **Blocking reads** (:mod:`.sqlite_watch`) are woken at once by an append in this
-  process, and within :data:`POLL_INTERVAL` (25 ms) by another process's; a cancel
-  scope ends them at once.
+  process, and within :data:`POLL_INTERVAL` (25 ms) by another process's, seen by a
+  thread of the store's that watches the file; a cancel scope ends them at once.
 * **Expiry.** Rows carry their expiry time (``session_ttl`` after their last write);
   an expired row is absent to every operation at once, and is deleted by the sweep
   that creating a session or a cell runs every :data:`SWEEP_PERIOD`, so the file holds
@@ -40,7 +40,6 @@ import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from functools import partial
 from pathlib import Path
 from typing import Any, Final, TypeVar, cast
 
@@ -130,8 +129,8 @@ class SqliteStore:
             path = Path(config.path)
             return connect(path, busy_timeout=busy_timeout, max_bytes=config.max_bytes)
 
+        self._open = opener
         self._pool = Connections(opener, _CONNECTIONS)
-        self._watcher = Connections(opener, 1)  # its own connection: data_version counts others
         self._writing = trio.Lock()
         self._watch = Watch()
         self._next_sweep = -math.inf
@@ -506,18 +505,6 @@ def _bytes(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode())
 
 
-def _data_version(connection: sqlite3.Connection) -> int:
-    return int(connection.execute("PRAGMA data_version").fetchone()[0])
-
-
-async def _version(watcher: Connections) -> int | None:
-    """The file's change counter, as the watcher's own connection sees it."""
-    try:
-        return await watcher.run(_data_version)
-    except sqlite3.Error:
-        return None
-
-
 def _sole(error: BaseException) -> BaseException:
     """The one exception inside nested groups of one (else the group itself)."""
     while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
@@ -553,10 +540,11 @@ async def open_sqlite_store(
         except sqlite3.Error as error:
             raise unavailable(store.name, error) from None
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(store._watch.run, partial(_version, store._watcher))
+            nursery.start_soon(store._watch.run, store._open)
             try:
                 yield store
             finally:
+                store._watch.stop()
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         # The watcher's nursery wraps the block's own exception: give that back as itself.
@@ -564,4 +552,3 @@ async def open_sqlite_store(
     finally:
         store._closed = True
         await store._pool.close()
-        await store._watcher.close()

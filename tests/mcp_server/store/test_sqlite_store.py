@@ -257,6 +257,11 @@ async def test_a_cancel_scope_ends_a_blocking_read_and_the_store_closes(tmp_path
                 await store.receive_commands("a", timeout=BOUND)
     with pytest.raises(StoreUnavailable, match="closed"):
         await store.cell(cell)
+    # Cancelled from outside while a read waits: the watcher's thread ends with the block.
+    with trio.fail_after(BOUND), trio.move_on_after(0.05) as outside:
+        async with opened(f"sqlite://{tmp_path}/store.db") as store:
+            await store.read_events(cell, 0, timeout=BOUND)
+    assert outside.cancelled_caught
 
 
 @pytest.mark.parametrize(
