@@ -195,11 +195,10 @@ def connect(path: Path, *, busy_timeout: float, max_bytes: int | None) -> sqlite
     :func:`transaction`). ``busy_timeout``: seconds a statement waits for another
     process's write lock before the store is reported unavailable. ``max_bytes``: the
     file's cap (``PRAGMA max_page_count``): past it, writes fail with "full"."""
-    connection = sqlite3.connect(
+    connection = sqlite3.connect(  # (timeout: SQLite's busy timeout)
         path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
     )
     try:
-        connection.execute(f"PRAGMA busy_timeout = {max(0, round(busy_timeout * 1000))}")
         # NORMAL: a commit is durable once in the -wal file, against any process death
         # (the OS writes it out); only a power loss may lose the last commits, never
         # the file's consistency.
