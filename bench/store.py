@@ -1,20 +1,24 @@
-"""The store's cost: latency per operation, memory vs Redis, and Redis' memory per idle
-session and per live cell (docs/deploy.md).
+"""The store's cost: latency per operation, memory vs SQLite vs Redis, and what an idle
+session and a live cell take in Redis' memory and in the SQLite file (docs/deploy.md).
 
     python -m bench.store                  # 2000 operations of each kind
     python -m bench.store --ops 200        # a quick run
 
 Starts its own ``redis-server`` on a loopback port in a temporary folder (it must be
-installed), with no password and no persistence. Each operation is awaited one after
-another from one trio task (latency, not throughput): p50 and p99 in microseconds.
+installed), with no password and no persistence; the SQLite file is in that folder too.
+Each operation is awaited one after another from one trio task (latency, not
+throughput): p50 and p99 in microseconds; ``append + read event`` is one event appended
+and read back, the round trip of a cell's output to a ``wait``.
 Memory: ``MEMORY USAGE`` of an idle session's keys, and of a cell's keys once it holds
 a journal of 20 entries (a source, the output handed back, batches) and 20 output events;
-and ``INFO memory``'s ``used_memory`` growth over 1000 idle sessions.
+and ``INFO memory``'s ``used_memory`` growth over 1000 idle sessions; the SQLite file's
+growth (``PRAGMA page_count``) over 1000 idle sessions and over 100 such cells.
 """
 
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import statistics
 import tempfile
 import time
@@ -57,15 +61,22 @@ async def _ops(store: Store, count: int) -> dict[str, tuple[float, float]]:
         "read_events (1 new)": await _latencies(
             lambda i: store.read_events(cell, count - 1 - (i % 10)), count
         ),
+        "append + read event": await _latencies(lambda _: _round_trip(store, cell, event), count),
         "heartbeat": await _latencies(lambda _: store.heartbeat("bench"), count),
     }
 
 
-async def _memory(store: Any, redis: Any) -> dict[str, float]:
+async def _round_trip(store: Store, cell: str, event: str) -> None:
+    offset = await store.append_event(cell, event)
+    assert offset is not None
+    read = await store.read_events(cell, offset, timeout=1.0)
+    assert read is not None and read.entries == (event,)
+
+
+async def _live_cell(store: Store) -> str:
+    """A cell with a journal of 20 entries and 20 output events, of a session with one
+    stored value."""
     session = await store.new_session()
-    per_session = sum(
-        [await store.memory_usage(f"code-mode:{kind}:{session}") for kind in ("s", "v")]
-    )
     await store.save_values(session, {"answer": "42"})
     cell = await store.register_cell(session, "bench")
     await store.append_journal(cell, JournalEntry("source", "x" * 200))
@@ -74,6 +85,40 @@ async def _memory(store: Any, redis: Any) -> dict[str, float]:
         await store.append_journal(cell, JournalEntry("batch", f'[{{"t":"fire","id":{index}}}]'))
     for index in range(20):
         await store.append_event(cell, f'{{"text": "line {index}"}}')
+    return cell
+
+
+async def _file(store: Store, path: Path) -> dict[str, float]:
+    """Bytes of the SQLite file per idle session and per live cell."""
+
+    def size() -> int:
+        with sqlite3.connect(path) as raw:
+            pages = raw.execute("PRAGMA page_count").fetchone()[0]
+            page_size = raw.execute("PRAGMA page_size").fetchone()[0]
+        raw.close()
+        return int(pages * page_size)
+
+    before = size()
+    for _ in range(1000):
+        await store.new_session()
+    sessions = size()
+    for _ in range(100):
+        await _live_cell(store)
+    return {
+        "sqlite: idle session (file growth / 1000, bytes)": (sessions - before) / 1000,
+        "sqlite: live cell, 20 journal entries + 20 events (file growth / 100, bytes)": (
+            size() - sessions
+        )
+        / 100,
+    }
+
+
+async def _memory(store: Any, redis: Any) -> dict[str, float]:
+    session = await store.new_session()
+    per_session = sum(
+        [await store.memory_usage(f"code-mode:{kind}:{session}") for kind in ("s", "v")]
+    )
+    cell = await _live_cell(store)
     per_cell = sum(
         [await store.memory_usage(f"code-mode:{kind}:{cell}") for kind in ("c", "j", "e")]
     )
@@ -94,9 +139,17 @@ async def main(count: int) -> None:
         server.start()
         try:
             results = {}
-            for name, url in (("memory", "memory://"), ("redis", server.url)):
+            path = Path(folder) / "store.db"
+            stores = (
+                ("memory", "memory://"),
+                ("sqlite", f"sqlite://{path}"),
+                ("redis", server.url),
+            )
+            for name, url in stores:
                 async with open_store(url, session_ttl=1800) as store:
                     results[name] = await _ops(store, count)
+                    if name == "sqlite":
+                        footprint = await _file(store, path)
                     if name == "redis":
                         import coredis
 
@@ -104,11 +157,11 @@ async def main(count: int) -> None:
                             memory = await _memory(store, raw)
         finally:
             server.stop()
-    print(f"{'operation':24} {'memory p50/p99 us':>20} {'redis p50/p99 us':>20}")
+    print(f"{'operation':24}", *(f"{name + ' p50/p99 us':>20}" for name, _ in stores))
     for op in results["memory"]:
-        (m50, m99), (r50, r99) = results["memory"][op], results["redis"][op]
-        print(f"{op:24} {m50:9.1f} /{m99:9.1f} {r50:9.1f} /{r99:9.1f}")
-    for what, value in memory.items():
+        shown = (f"{results[name][op][0]:9.1f} /{results[name][op][1]:9.1f}" for name, _ in stores)
+        print(f"{op:24}", *shown)
+    for what, value in (memory | footprint).items():
         print(f"{what}: {value:.0f}")
 
 

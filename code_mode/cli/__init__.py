@@ -103,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--store",
         metavar="URL",
         help="where state outside the server lives: memory:// (default), "
+        "sqlite:///path/to/file.db (shared by the servers of one machine), "
         "redis://[:password@]host:port/db or rediss:// (TLS); see docs/deploy.md",
     )
     # The limits of one server process (ServerLimits; docs/deploy.md). Their defaults

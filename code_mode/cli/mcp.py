@@ -141,7 +141,8 @@ def serve_main(args: argparse.Namespace) -> int:
     ``args.mcp_config`` (a path or ``None``), ``args.http`` (``HOST:PORT`` or ``None``
     for stdio), ``args.push`` (serve pushed results: see :class:`CodeModeMcpServer`),
     the limits (:func:`server_limits`), ``args.store`` (a store URL or ``None``:
-    ``memory://``; a bad one exits 2 with ``code-mode: --store: <why>``). Returns the
+    ``memory://``; a bad one, or a SQLite file that cannot be used, exits 2 with
+    ``code-mode: --store: <why>``). Returns the
     exit status; errors go to stderr, never stdout (stdout is the MCP stream in stdio mode)."""
     try:
         tools = [tool for spec in args.tools or [] for tool in load_tools(spec)]

@@ -1,8 +1,9 @@
-"""Several stateless servers sharing one real Redis: any server answers any call.
+"""Several stateless servers sharing one real Redis, or one SQLite file: any server
+answers any call.
 
 Three servers run in this test process, each with its own store client on the same
-redis-server; each client call goes to the server a test names, so that a ``wait``
-lands on another server than its ``exec``, as behind a round-robin balancer."""
+redis-server (or file); each client call goes to the server a test names, so that a
+``wait`` lands on another server than its ``exec``, as behind a round-robin balancer."""
 
 from __future__ import annotations
 
@@ -58,9 +59,9 @@ def session_of(result: types.CallToolResult) -> str:
     return session
 
 
-async def test_wait_and_stored_values_on_other_servers(redis_server: RedisServer) -> None:
+async def test_wait_and_stored_values_on_other_servers(shared_store: str) -> None:
     with trio.fail_after(SAFETY):
-        async with servers(redis_server.url, 3) as (a, b, c):
+        async with servers(shared_store, 3) as (a, b, c):
             first = await a.call_tool("exec", {"code": 'store("n", 1); text("a")'})
             session = session_of(first)
             # Stored values read back on another server, changed there, read on a third.
@@ -110,9 +111,9 @@ async def test_wait_and_stored_values_on_other_servers(redis_server: RedisServer
                 assert spent.is_error and f"exec cell {cell} not found" in texts(spent)[-1]
 
 
-async def test_terminate_reaches_the_running_server(redis_server: RedisServer) -> None:
+async def test_terminate_reaches_the_running_server(shared_store: str) -> None:
     with trio.fail_after(SAFETY):
-        async with servers(redis_server.url, 2) as (a, b):
+        async with servers(shared_store, 2) as (a, b):
             started = await a.call_tool(
                 "exec",
                 {"code": '// @exec: {"yield_time_ms": 50}\ntext("spin"); while (true) {}'},
@@ -123,11 +124,11 @@ async def test_terminate_reaches_the_running_server(redis_server: RedisServer) -
             assert texts(stopped)[0].startswith("Script terminated\n"), texts(stopped)
 
 
-async def test_the_cells_of_a_server_that_stopped_fail_clearly(redis_server: RedisServer) -> None:
+async def test_the_cells_of_a_server_that_stopped_fail_clearly(shared_store: str) -> None:
     with trio.fail_after(SAFETY):
         async with (
-            open_store(redis_server.url, session_ttl=600, heartbeat_ttl=0.6) as store,
-            servers(redis_server.url, 1, heartbeat_ttl=0.6) as (b,),
+            open_store(shared_store, session_ttl=600, heartbeat_ttl=0.6) as store,
+            servers(shared_store, 1, heartbeat_ttl=0.6) as (b,),
         ):
             # A server that registered a cell, then stopped heartbeating (as a
             # SIGKILLed one does): another server claims the cell and ends it.
@@ -192,13 +193,13 @@ text(`done ${r} ${t} ${a} ${h}`);
 """
 
 
-async def test_a_stopped_servers_cell_is_resumed_by_another(redis_server: RedisServer) -> None:
+async def test_a_stopped_servers_cell_is_resumed_by_another(shared_store: str) -> None:
     COUNTS.clear()
     ENTERED["resume"] = trio.Event()
     GATES["resume"] = trio.Event()
     with trio.fail_after(SAFETY):
-        async with serving_on(redis_server.url, [count, hold], heartbeat_ttl=0.6) as (_, b, _):
-            async with serving_on(redis_server.url, [count, hold], heartbeat_ttl=0.6) as (_, a, _):
+        async with serving_on(shared_store, [count, hold], heartbeat_ttl=0.6) as (_, b, _):
+            async with serving_on(shared_store, [count, hold], heartbeat_ttl=0.6) as (_, a, _):
                 started = await a.call_tool("exec", {"code": RESUMED})
                 session = session_of(started)
                 running = RUNNING.match(texts(started)[0])

@@ -1,13 +1,15 @@
-"""The MCP server's state outside the server: one `Store` interface, in memory or Redis.
+"""The MCP server's state outside the server: one `Store` interface, in memory, SQLite
+or Redis.
 
 Issue 29's stateless server keeps a session's stored values, the cell registry (which
 server runs which cell; heartbeats; claims of a dead server's cells), each cell's
 journal and output events, and commands to cells in a store, so that any server can
 answer any call. :mod:`.interface` is the contract; :mod:`.memory_store` the embedded
-default (``memory://``), :mod:`.redis_store` the shared one (``redis://``,
-``rediss://``; the ``redis`` extra). :mod:`.handles` mints the unguessable handles
-that name sessions and cells, :mod:`.url` parses a store's URL without ever showing
-its password, and :func:`open_store` opens either.
+default (``memory://``), :mod:`.sqlite_store` one file shared by the servers of one
+machine (``sqlite:///path``), :mod:`.redis_store` the store of several machines
+(``redis://``, ``rediss://``; the ``redis`` extra). :mod:`.handles` mints the
+unguessable handles that name sessions and cells, :mod:`.url` parses a store's URL
+without ever showing its password, and :func:`open_store` opens any of them.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from .interface import (
     Store,
     StoreConfigError,
     StoreError,
+    StoreFull,
     StoreUnavailable,
 )
 from .memory_store import MemoryStore
@@ -45,6 +48,7 @@ __all__ = [
     "StoreConfig",
     "StoreConfigError",
     "StoreError",
+    "StoreFull",
     "StoreUnavailable",
     "is_handle",
     "missing_cell",

@@ -7,9 +7,10 @@ it) and its output events (so that a ``wait`` landing on another server can read
 them), and the commands sent to a cell (terminate, preempt). Everything here is
 async and trio-friendly (a blocking read is an ``await`` that a cancel scope ends), and
 every value the store holds is text: the server encodes what it keeps, the store only
-keeps it. Two implementations: :mod:`.memory_store` (the embedded default: one
-process) and :mod:`.redis_store` (shared by several servers); the same contract tests
-run against both (``tests/mcp_server/store/``).
+keeps it. Three implementations: :mod:`.memory_store` (the embedded default: one
+process), :mod:`.sqlite_store` (one file, shared by the servers of one machine) and
+:mod:`.redis_store` (shared by servers anywhere); the same contract tests run against
+all three (``tests/mcp_server/store/``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "Store",
     "StoreConfigError",
     "StoreError",
+    "StoreFull",
     "StoreUnavailable",
 ]
 
@@ -63,9 +65,15 @@ class StoreConfigError(StoreError, ValueError):
 class StoreUnavailable(StoreError):
     """The store cannot be reached, refused the credentials, or did not answer in time.
 
-    Raised by any operation while Redis is down, so that a call fails with a clear
-    message instead of crashing the server; the operation may be retried once the
-    store is back."""
+    Raised by any operation while Redis is down (or a SQLite store's file is locked,
+    corrupt or full), so that a call fails with a clear message instead of crashing
+    the server; the operation may be retried once the store is back."""
+
+
+class StoreFull(StoreError):
+    """The store refuses to keep more of one cell: its output events passed the
+    store's bound per cell (the SQLite store's ``max_cell_bytes``). Retrying does not
+    help; the cell's record, and what it holds, stay until they expire."""
 
 
 @attrs.frozen

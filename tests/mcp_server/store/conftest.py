@@ -1,4 +1,5 @@
-"""The store under test: each contract test runs once in memory and once in a real Redis."""
+"""The store under test: each contract test runs once in memory, once in a SQLite file
+and once in a real Redis."""
 
 from __future__ import annotations
 
@@ -15,13 +16,15 @@ from .redis_server import RedisServer
 StoreFactory = Callable[..., AbstractAsyncContextManager[Store]]
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
     """``make_store(session_ttl=..., heartbeat_ttl=...)``: a store of this run's kind."""
     server: RedisServer | None = None
     if request.param == "redis":
         server = request.getfixturevalue("redis_server")
     url = server.url if server is not None else "memory://"
+    if request.param == "sqlite":
+        url = f"sqlite://{tmp_path}/store.db"
 
     @asynccontextmanager
     async def make(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +27,8 @@ def serve(*store: str) -> subprocess.CompletedProcess[str]:
     [
         ("bogus://x", "unknown store bogus://"),
         ("redis://:hunter2@h:6379/42", "database must be a number"),
+        ("sqlite:///", "sqlite:// needs a file's path"),
+        ("sqlite:///proc/code-mode.db", "the store sqlite:///proc/code-mode.db cannot be written"),
     ],
 )
 def test_malformed_store_url_exits_2_in_one_line(url: str, why: str) -> None:
@@ -33,6 +36,15 @@ def test_malformed_store_url_exits_2_in_one_line(url: str, why: str) -> None:
     assert done.returncode == 2
     assert done.stderr.startswith("code-mode: --store: ") and why in done.stderr
     assert done.stderr.count("\n") == 1 and "hunter2" not in done.stderr
+
+
+def test_a_sqlite_store_that_is_a_folder_exits_2_in_one_line(tmp_path: Path) -> None:
+    done = serve("--store", f"sqlite://{tmp_path}")
+    assert done.returncode == 2, done.stderr
+    assert (
+        done.stderr
+        == f"code-mode: --store: the store sqlite://{tmp_path} is a folder: name a file in it\n"
+    )
 
 
 def test_unreachable_store_exits_2_in_one_line() -> None:

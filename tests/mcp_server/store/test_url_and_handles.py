@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import itertools
+import os
 
 import pytest
 
@@ -36,10 +37,27 @@ from code_mode.mcp_server.store import (
             ),
         ),
         ("redis://[::1]:6379", StoreConfig(scheme="redis", host="::1")),
+        (
+            "sqlite:///var/lib/code-mode/s.db",
+            StoreConfig(scheme="sqlite", path="/var/lib/code-mode/s.db"),
+        ),
+        ("sqlite://state/s.db", StoreConfig(scheme="sqlite", path=os.path.abspath("state/s.db"))),
+        ("sqlite://s.db", StoreConfig(scheme="sqlite", path=os.path.abspath("s.db"))),
+        ("sqlite:///my%20files/s.db", StoreConfig(scheme="sqlite", path="/my files/s.db")),
+        (
+            "sqlite:///s.db?max_cell_bytes=1000&max_bytes=9000",
+            StoreConfig(scheme="sqlite", path="/s.db", max_cell_bytes=1000, max_bytes=9000),
+        ),
     ],
 )
 def test_accepted_urls(url: str, expected: StoreConfig) -> None:
     assert parse_store_url(url) == expected
+
+
+def test_a_sqlite_store_is_named_by_its_absolute_path() -> None:
+    config = parse_store_url("sqlite://state/my%20s.db?max_bytes=9000")
+    assert config.display == f"sqlite://{os.path.abspath('state')}/my%20s.db"
+    assert parse_store_url(config.display).path == config.path
 
 
 @pytest.mark.parametrize(
@@ -55,6 +73,16 @@ def test_accepted_urls(url: str, expected: StoreConfig) -> None:
         ("redis://h/0?timeout=1", "unknown parameter 'timeout'"),
         ("redis://h/0?ca_certs=/x", "for rediss:// (TLS) only"),
         ("memory://x", "memory:// takes nothing"),
+        ("sqlite://", "needs a file's path"),
+        ("sqlite:///", "needs a file's path"),
+        ("sqlite:///var/lib/", "needs a file's path"),
+        ("sqlite://:memory:", "not a host"),
+        ("sqlite:s.db", "a file's path after //"),
+        ("sqlite://u:secret@host:5/s.db", "not a host"),
+        ("sqlite:///s.db#x", "not a host or #fragment"),
+        ("sqlite:///s.db?timeout=1", "unknown parameter 'timeout'"),
+        ("sqlite:///s.db?max_bytes=-1", "max_bytes= takes a number of bytes"),
+        ("sqlite:///s.db?max_cell_bytes=0", "max_cell_bytes= takes a number of bytes"),
     ],
 )
 def test_malformed_urls_say_why_in_one_line(url: str, why: str) -> None:
