@@ -31,7 +31,6 @@ import enum
 import itertools
 import json
 import logging
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from types import TracebackType
@@ -47,6 +46,7 @@ from ._engine import Engine, SessionSeat, default_engine
 from ._errors import DuplicateCell, MissingCell, ShuttingDown
 from ._resumption import JournalMirror
 from ._types import CellEvent, CellId, Completed, ObserveMode
+from ._validators import utf16_length
 
 __all__ = ["PendingEvent", "SessionRuntime", "StartedCell", "open_session_runtime"]
 
@@ -62,22 +62,6 @@ class _Phase(enum.Enum):
     OPEN = "open"  # entered: cells are admitted
     REJECTING = "rejecting"  # a shutdown began: no new execute starts
     CLOSED = "closed"  # no admission, not even one queued on the lock before
-
-
-#: What a non-ASCII ``str`` takes beyond its characters (``sys.getsizeof``, CPython).
-_WIDE_HEADER = sys.getsizeof("\xe9") - 2
-
-
-def _utf16_length(text: str) -> int:
-    """``text``'s length in UTF-16 code units, as the isolate counts it: its ``len``
-    unless it holds characters beyond the BMP (only a 4-byte-wide ``str`` can: its width
-    is read from its size at once, where encoding megabytes of text took tens of
-    milliseconds of the trio thread)."""
-    if text.isascii():
-        return len(text)
-    if (sys.getsizeof(text) - _WIDE_HEADER) // (len(text) + 1) < 4:
-        return len(text)
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 @attrs.frozen(eq=False)
@@ -276,7 +260,7 @@ class SessionRuntime:
             for key, text in values.items()
         }
         self._stored_units = {
-            key: _utf16_length(key) + _utf16_length(text) for key, text in values.items()
+            key: utf16_length(key) + utf16_length(text) for key, text in values.items()
         }
         self._stored_json = "{" + ",".join(self._stored_members.values()) + "}"
 
@@ -454,7 +438,7 @@ class SessionRuntime:
         if not writes:
             return None
         # Counted as the isolate counts them: JSON text, in UTF-16 code units.
-        units = {key: _utf16_length(key) + _utf16_length(text) for key, text in writes.items()}
+        units = {key: utf16_length(key) + utf16_length(text) for key, text in writes.items()}
         size = sum(units.values()) + sum(
             count for key, count in self._stored_units.items() if key not in writes
         )

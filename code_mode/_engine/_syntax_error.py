@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from .._validators import utf16_length
+
 #: Mirrors js/stack_trace.js: the file name of the program in stack traces, the text put
 #: before the program's first line, and the lines V8's AsyncFunction wrapper adds
 #: before the body.
@@ -31,11 +33,6 @@ _REPORT: Final = re.compile(
 )
 # JavaScript's line terminators.
 _LINE_BREAK: Final = re.compile("\r\n|[\n\r\u2028\u2029]")
-
-
-def _utf16_length(text: str) -> int:
-    """Columns count UTF-16 code units, as V8 and stack traces do."""
-    return len(text.encode("utf-16-le")) // 2
 
 
 def syntax_error_text(report: str, source: str) -> str | None:
@@ -53,7 +50,7 @@ def syntax_error_text(report: str, source: str) -> str | None:
     if line < 1:
         return None
     if line > len(lines):
-        line, column = len(lines), _utf16_length(lines[-1]) + 1
+        line, column = len(lines), utf16_length(lines[-1]) + 1
     elif match["indent"] is None:
         return f"{match['error']}\n    at {RT_FILE}:{line}"
     else:

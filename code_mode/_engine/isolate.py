@@ -92,7 +92,7 @@ def _start_settings(config: RuntimeConfig) -> str:
     settings = {
         "allow_remote_images": config.allow_remote_image_urls,
         "max_stored_entries": config.max_stored_entries,
-        "max_stored_bytes": config.max_stored_chars,
+        "max_stored_chars": config.max_stored_chars,
         "max_json_depth": config.max_json_depth,
         "memory_limit_bytes": config.memory_limit_bytes,
     }

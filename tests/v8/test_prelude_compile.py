@@ -39,7 +39,7 @@ native = NativeIsolate(
 start = json.dumps([{
     "t": "start", "source": SOURCE or "", "tools": [{"ident": "echo", "description": "",
     "kind": "function"}], "stored": {}, "allow_remote_images": True,
-    "max_stored_entries": 8, "max_stored_bytes": 4096, "memory_limit_bytes": 1 << 28,
+    "max_stored_entries": 8, "max_stored_chars": 4096, "memory_limit_bytes": 1 << 28,
     "max_json_depth": 64,
 }])
 if SOURCE is not None:

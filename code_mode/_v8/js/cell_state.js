@@ -11,7 +11,7 @@ const rtPendingTools = new rtMap(); // id -> {resolve, reject}
 const rtTimers = new rtMap(); // id -> callback
 let rtStored = new rtMap(); // key -> JSON text (snapshot + this cell's writes)
 const rtWrites = new rtMap(); // key -> JSON text
-let rtStoredLimits = { entries: 256, bytes: 8388608 };
+let rtStoredLimits = { entries: 256, chars: 8388608 };
 let rtMaxJsonDepth = 128;
 let rtAllowRemoteImages = false; // RuntimeConfig.allow_remote_image_urls
 

@@ -164,20 +164,20 @@ function rtStore(key, value) {
     );
   }
   let entries = rtReflectApply(rtMapSize, rtStored, []);
-  let bytes = 0;
+  let chars = 0;
   rtReflectApply(rtMapForEach, rtStored, [
     (text, storedKey) => {
-      if (storedKey !== k) bytes += storedKey.length + text.length;
+      if (storedKey !== k) chars += storedKey.length + text.length;
     },
   ]);
   if (!rtReflectApply(rtMapHas, rtStored, [k])) entries += 1;
-  bytes += k.length + json.length;
-  if (entries > rtStoredLimits.entries || bytes > rtStoredLimits.bytes) {
+  chars += k.length + json.length;
+  if (entries > rtStoredLimits.entries || chars > rtStoredLimits.chars) {
     rtFinish(
       "code mode session storage exceeds its limit of " +
         rtStoredLimits.entries +
         " entries or " +
-        rtStoredLimits.bytes +
+        rtStoredLimits.chars +
         " serialized bytes",
     );
     return undefined;

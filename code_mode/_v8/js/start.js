@@ -72,7 +72,7 @@ const rtStart = (function rtStart(command) {
   if (rtStarted) return;
   rtStarted = true;
   rtAllowRemoteImages = command.allow_remote_images === true;
-  rtStoredLimits = { entries: command.max_stored_entries, bytes: command.max_stored_bytes };
+  rtStoredLimits = { entries: command.max_stored_entries, chars: command.max_stored_chars };
   rtMaxJsonDepth = command.max_json_depth;
   rtMemoryLimitBytes = command.memory_limit_bytes; // see buffers.js
   rtSeedRandom(command.seed); // see clock.js

@@ -36,7 +36,7 @@ def start(source):
     return json.dumps([{
         "t": "start", "source": source, "tools": [], "stored": {},
         "allow_remote_images": True, "max_stored_entries": 8,
-        "max_stored_bytes": 4096, "memory_limit_bytes": 1 << 28,
+        "max_stored_chars": 4096, "memory_limit_bytes": 1 << 28,
     }])
 
 def until_task(tag):

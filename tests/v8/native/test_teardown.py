@@ -27,7 +27,7 @@ reports = []
 start = json.dumps([{
     "t": "start", "source": SOURCE, "tools": [], "stored": {},
     "allow_remote_images": True, "max_stored_entries": 8,
-    "max_stored_bytes": 4096, "max_json_depth": 64, "memory_limit_bytes": 1 << 26,
+    "max_stored_chars": 4096, "max_json_depth": 64, "memory_limit_bytes": 1 << 26,
 }])
 
 def poster(native, first_tag, stop):
