@@ -10,7 +10,12 @@ in the host, in the worker process and on the worker's native doorbell thread (w
 ``sys.setprofile`` alone does not reach: the hook profiles each doorbell callback from
 inside it). Every file of the package that has a function called between the call to
 ``exec`` and its return is listed, on its side (``host`` or ``worker``), with the first
-function called in it, in the order they first ran.
+function called in it, in the order they first ran. Then how much a reader hops: the
+host side's calls into the package during the ``exec`` (every Python call and every
+resumption of a coroutine, as the profile hook sees them) and how many of them went to
+another file than the call before (*file switches*); and the classes of the package
+spread over several files (a class with a base of the package defined in another
+module: a mixin, or a base class; exceptions and protocols are not counted).
 
 The worker's confinement is turned off for the measurement (a confined worker cannot
 write its trace); no code of the confinement runs on the path of an ``exec``. The
@@ -110,6 +115,33 @@ print(json.dumps({
 """
 
 
+# Runs in the child: imports every module of the package and answers with the classes
+# whose bases (of the package) are defined in other modules.
+_SPREAD = """
+import importlib, inspect, json, pkgutil, typing
+import code_mode
+
+spread = set()
+for info in pkgutil.walk_packages(code_mode.__path__, "code_mode."):
+    if info.name.endswith("__main__"):
+        continue  # runs the command line
+    try:
+        module = importlib.import_module(info.name)
+    except ImportError:
+        continue  # an optional extra that is not installed
+    for _, cls in inspect.getmembers(module, inspect.isclass):
+        if cls.__module__ != info.name or issubclass(cls, BaseException):
+            continue
+        if getattr(cls, "_is_protocol", False):
+            continue
+        for base in cls.__bases__:
+            if base.__module__.startswith("code_mode") and base.__module__ != cls.__module__:
+                if not getattr(base, "_is_protocol", False):
+                    spread.add(f"{cls.__module__}.{cls.__qualname__}")
+print(json.dumps({"spread": sorted(spread)}))
+"""
+
+
 Call = tuple[float, str, str, str]
 """Seconds after the call to ``exec``, side (``host`` or ``worker``), file, function."""
 
@@ -117,6 +149,12 @@ Call = tuple[float, str, str, str]
 def measure(checkout: Path) -> list[Call]:
     """Run the child on ``checkout``: every function of the package called during the
     timed ``exec``, once each (its first call), in the order they first ran."""
+    return first_calls(trace(checkout))
+
+
+def trace(checkout: Path) -> list[Call]:
+    """Run the child on ``checkout``: every call into the package during the timed
+    ``exec``, in the order they ran on each side."""
     with tempfile.TemporaryDirectory() as hook_dir:
         Path(hook_dir, "sitecustomize.py").write_text(_HOOK)
         env = dict(os.environ)
@@ -130,14 +168,42 @@ def measure(checkout: Path) -> list[Call]:
             checkout=checkout,
         )
         root, host_pid, start, end = (child[key] for key in ("root", "pid", "start", "end"))
-        first: dict[tuple[str, str, str], float] = {}
+        calls: list[Call] = []
         for path in Path(hook_dir).glob("trace.*"):
             side = "host" if int(path.suffix[1:]) == host_pid else "worker"
             for when, filename, function in json.loads(path.read_text()):
                 if start <= when <= end and filename.startswith(root):
-                    key = (side, os.path.relpath(filename, root), function)
-                    first[key] = min(when, first.get(key, when))
-    return sorted((when - start, *key) for key, when in first.items())
+                    calls.append((when - start, side, os.path.relpath(filename, root), function))
+    return calls
+
+
+def first_calls(calls: list[Call]) -> list[Call]:
+    """Each function's first call, in the order they first ran."""
+    first: dict[tuple[str, str, str], float] = {}
+    for when, *key in calls:
+        place = (key[0], key[1], key[2])
+        first[place] = min(when, first.get(place, when))
+    return sorted((when, *key) for key, when in first.items())
+
+
+def file_switches(calls: list[Call], side: str = "host") -> tuple[int, int]:
+    """``side``'s calls, in the order they ran (one thread on the host), and how many
+    of them entered another file than the call before."""
+    names = [name for _, called_on, name, _ in calls if called_on == side]
+    return len(names), sum(a != b for a, b in zip(names, names[1:], strict=False))
+
+
+def spread_classes(checkout: Path) -> list[str]:
+    """The package's classes (``module.Class``) with a base of the package defined in
+    another module, exceptions and protocols aside: one object, read in several files."""
+    child = run_child(
+        [sys.executable, "-c", _SPREAD],
+        timeout=120,
+        what="the class census child",
+        checkout=checkout,
+    )
+    spread: list[str] = child["spread"]
+    return spread
 
 
 def by_file(calls: list[Call]) -> list[Call]:
@@ -155,10 +221,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkout", type=Path, default=ROOT)
     args = parser.parse_args(argv)
-    rows = by_file(measure(args.checkout.resolve()))
+    checkout = args.checkout.resolve()
+    calls = trace(checkout)
+    rows = by_file(first_calls(calls))
     for seconds, side, name, function in rows:
         print(f"{seconds * 1000:7.2f} ms  {side:6}  {name:42}  {function}")
+    spread = spread_classes(checkout)
+    for name in spread:
+        print(f"spread over files: {name}")
+    host_calls, switches = file_switches(calls)
     files = {name for _, _, name, _ in rows}
+    print(f"host: {host_calls} calls, {switches} file switches")
+    print(f"{len(spread)} classes spread over files")
     print(f"{len(files)} files ({len(rows)} with the side they ran on)")
 
 

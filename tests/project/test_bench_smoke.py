@@ -239,3 +239,30 @@ def test_exec_path_lists_the_files_both_processes_run() -> None:
     files = by_file(calls)
     assert [seconds for seconds, *_ in files] == sorted(seconds for seconds, *_ in files)
     assert len({(side, name) for _, side, name, _ in files}) == len(files)
+
+
+def test_exec_path_counts_file_switches_and_classes_spread_over_files() -> None:
+    """What issue 36 measures a reader's hops by: host calls and the switches between
+    files among them; classes whose bases (of the package) live in other modules."""
+    import importlib
+
+    from bench.exec_path import file_switches, spread_classes
+
+    calls = [
+        (0.1, "host", "a.py", "f"),
+        (0.2, "worker", "w.py", "g"),
+        (0.3, "host", "a.py", "h"),
+        (0.4, "host", "b.py", "i"),
+        (0.5, "host", "a.py", "j"),
+    ]
+    assert file_switches(calls) == (4, 2)
+    assert file_switches(calls, "worker") == (1, 0)
+    spread = spread_classes(Path(__file__).resolve().parents[2])
+    assert spread == sorted(spread)
+    for name in spread:
+        module, _, qualname = name.rpartition(".")
+        cls = getattr(importlib.import_module(module), qualname)
+        assert any(
+            base.__module__.startswith("code_mode") and base.__module__ != module
+            for base in cls.__bases__
+        ), name
