@@ -27,6 +27,7 @@ runs code that is generated, not code of its file, so it is not listed.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -190,7 +191,7 @@ def file_switches(calls: list[Call], side: str = "host") -> tuple[int, int]:
     """``side``'s calls, in the order they ran (one thread on the host), and how many
     of them entered another file than the call before."""
     names = [name for _, called_on, name, _ in calls if called_on == side]
-    return len(names), sum(a != b for a, b in zip(names, names[1:], strict=False))
+    return len(names), sum(a != b for a, b in itertools.pairwise(names))
 
 
 def spread_classes(checkout: Path) -> list[str]:
