@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     # `client.messages.create(tools=..., messages=...)` accept, so an agent loop passes
     # `mypy --strict` as written.
     from anthropic.types import ToolParam as AnthropicToolParam
-    from anthropic.types import ToolResultBlockParam
+    from anthropic.types import ImageBlockParam, TextBlockParam, ToolResultBlockParam
     from openai.types.responses import (
         CustomToolParam,
         FunctionToolParam,
@@ -357,7 +357,9 @@ def anthropic_wait_tool(
     )
 
 
-def anthropic_content(items: Sequence[OutputItem]) -> list[dict[str, Any]]:
+def anthropic_content(
+    items: Sequence[OutputItem],
+) -> list[TextBlockParam | ImageBlockParam]:
     """Content items as Anthropic content blocks: ``{"type": "text", "text"}`` and
     ``{"type": "image", "source": ...}`` with a ``base64`` source for ``data:`` URLs
     and a ``url`` source otherwise; an audio item, which a ``tool_result`` cannot carry,
@@ -385,7 +387,8 @@ def anthropic_content(items: Sequence[OutputItem]) -> list[dict[str, Any]]:
         else:
             source = {"type": "base64", "media_type": decoded[0], "data": decoded[1]}
             blocks.append({"type": "image", "source": source})
-    return blocks
+    # The SDK's block types (TypedDicts), so a host's messages type-check against them.
+    return cast("list[TextBlockParam | ImageBlockParam]", blocks)
 
 
 def anthropic_tool_result(
