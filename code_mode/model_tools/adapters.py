@@ -51,8 +51,8 @@ if TYPE_CHECKING:
     # shapes below are typed as what `client.responses.create(tools=..., input=...)` and
     # `client.messages.create(tools=..., messages=...)` accept, so an agent loop passes
     # `mypy --strict` as written.
-    from anthropic.types import ToolParam as AnthropicToolParam
     from anthropic.types import ImageBlockParam, TextBlockParam, ToolResultBlockParam
+    from anthropic.types import ToolParam as AnthropicToolParam
     from openai.types.responses import (
         CustomToolParam,
         FunctionToolParam,

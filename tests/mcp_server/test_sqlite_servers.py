@@ -16,7 +16,7 @@ from mcp import Client
 
 from code_mode.mcp_server.store import DEFAULT_HEARTBEAT_TTL
 
-from .http_support import texts
+from .http_support import outputs, texts
 
 SAFETY = 90.0  # seconds the whole test may take on a loaded machine (a bound)
 RUNNING = re.compile(r"Script running with cell ID (\S+)\n")
@@ -59,15 +59,16 @@ async def test_a_killed_servers_program_is_resumed_by_the_other_at_once(tmp_path
                 started = await a.call_tool("exec", {"code": PROGRAM})
             running = RUNNING.match(texts(started)[0])
             assert running is not None, texts(started)
-            assert texts(started)[2:] == ["before"]
+            assert outputs(started) == ["before"]
             a_process.kill()  # SIGKILL: no drain, no retire; its heartbeat lives 15 s
             await a_process.wait()
             killed = trio.current_time()
             seen: list[str] = []
             async with Client(b_url) as b:
                 while True:  # each wait returns after at most the server's 4 s yield cap
-                    done = texts(await b.call_tool("wait", {"cell_id": running.group(1)}))
-                    seen += done[2:]
+                    result = await b.call_tool("wait", {"cell_id": running.group(1)})
+                    done = texts(result)
+                    seen += outputs(result)
                     if not done[0].startswith("Script running"):
                         break
             assert done[0].startswith("Script completed\n"), done

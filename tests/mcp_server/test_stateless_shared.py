@@ -208,7 +208,7 @@ async def test_a_stopped_servers_cell_is_resumed_by_another(shared_store: str) -
                 seen = outputs(started)
                 await ENTERED["resume"].wait()  # `count` ran, `hold` is in flight on A
                 while len(seen) < 2:
-                    seen += texts(await a.call_tool("wait", {"cell_id": cell}))[2:]
+                    seen += outputs(await a.call_tool("wait", {"cell_id": cell}))
                 ENTERED["resume"] = trio.Event()
             # A stopped without a word (its heartbeat expires): B claims and resumes it.
             assert seen[0].startswith("r ") and seen[1] == "a 1", seen
