@@ -359,6 +359,11 @@ async def test_mcp_inspector_cli_a_wait_in_a_later_invocation_finds_no_cell() ->
 
 
 # -- LlamaIndex ----------------------------------------------------------------------------
+# llama-index's workflows inspect the attributes of pydantic models, the deprecated ones
+# too (inspect.getmembers): hundreds of pydantic deprecation warnings a run, none ours.
+quiet_llama_index = pytest.mark.filterwarnings(
+    "ignore::pydantic.warnings.PydanticDeprecationWarning"
+)
 
 
 def llama_index_model(handed: list[str]) -> Any:
@@ -393,6 +398,7 @@ async def run_llama_index_agent(client: Any) -> list[str]:
     return handed
 
 
+@quiet_llama_index
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_llama_index_basic_client_with_a_scripted_model(transport: str) -> None:
     """LlamaIndex's documented client, ``BasicMCPClient``, opens a new MCP session for
@@ -419,6 +425,7 @@ async def test_llama_index_basic_client_with_a_scripted_model(transport: str) ->
         pytest.xfail("BasicMCPClient opens an MCP session per call; lost: " + " | ".join(lost))
 
 
+@quiet_llama_index
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_llama_index_tool_spec_over_one_held_session(transport: str) -> None:
     """``McpToolSpec`` takes any client with ``list_tools`` and ``call_tool``: given the
