@@ -8,16 +8,14 @@ import. So this file runs in a virtualenv of its own, ``nox -s hosts_mcp1``, as 
 client, and the server runs from the ``code-mode`` command that ``CODE_MODE_SERVER``
 names (an environment with ``code-mode[mcp]``). Elsewhere it is skipped.
 
-Neither framework ships an offline model that calls tools, so the script drives the
-tool objects as their agent loops do: LangChain's ``tool.ainvoke(tool_call)`` (what a
-LangGraph ``ToolNode`` calls), its ``ToolMessage`` the model's input; smolagents'
-``tool(**arguments)`` (what ``ToolCallingAgent`` calls), its return value the
-model's input.
+smolagents runs a real ``ToolCallingAgent`` with a scripted ``Model``. LangChain's
+agent loop is in LangGraph, not the adapters' dependencies, so its tools are called as
+a LangGraph ``ToolNode`` calls them, ``tool.ainvoke(tool_call)``, and the model's input
+is the ``ToolMessage``'s content.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 from collections.abc import AsyncIterator
@@ -40,7 +38,7 @@ except ImportError as error:
     )
 
 from ..mcp_support import SAFETY, serve_command, start_cli_server
-from .hosts_support import check_handed, drive, in_asyncio
+from .hosts_support import check_handed, drive, in_asyncio, next_call
 
 SERVER = os.environ.get("CODE_MODE_SERVER", "")
 if not SERVER:
@@ -136,11 +134,56 @@ async def test_langchain_tools_over_one_held_session(transport: str) -> None:
 # -- smolagents ----------------------------------------------------------------------------
 
 
+def smolagents_model() -> Any:
+    """A smolagents ``Model`` playing :func:`next_call` (smolagents ships no offline
+    model), ending with the ``final_answer`` tool: each step it reads the tool
+    responses in its messages (``Observation:`` and the tool's output), as the model
+    is given them."""
+    from smolagents.models import (
+        ChatMessage,
+        ChatMessageToolCall,
+        ChatMessageToolCallFunction,
+        MessageRole,
+        Model,
+    )
+
+    class ScriptedModel(Model):
+        handed: list[str]
+
+        def generate(self, messages: list[ChatMessage], **_: Any) -> ChatMessage:
+            self.handed = [
+                block["text"]
+                for message in messages
+                if message.role == MessageRole.TOOL_RESPONSE
+                for block in message.content or []
+            ]
+            step = next_call(self.handed)
+            name, arguments = step if step is not None else ("final_answer", {"answer": "done"})
+            function = ChatMessageToolCallFunction(name=name, arguments=arguments)
+            call = ChatMessageToolCall(
+                id=f"c{len(self.handed)}", type="function", function=function
+            )
+            return ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[call])
+
+    return ScriptedModel(model_id="scripted")
+
+
 @pytest.mark.parametrize("transport", ["stdio", "http"])
-async def test_smolagents_mcp_client(transport: str) -> None:
-    """smolagents' ``MCPClient`` (mcpadapt: one session, held on a thread of its own),
-    its tools called as ``ToolCallingAgent`` calls them; the model is handed the
-    first content item's text."""
+async def test_smolagents_mcp_client_with_a_scripted_model(transport: str) -> None:
+    """smolagents' ``MCPClient`` (mcpadapt: one session, held on a thread of its own)
+    and a ``ToolCallingAgent`` running a scripted model; the model is handed
+    ``Observation:`` and the first content item's text, stripped."""
+    from smolagents import ToolCallingAgent
+    from smolagents.monitoring import LogLevel
+
+    def run(parameters: Any) -> list[str]:
+        with MCPClient(parameters) as tools:
+            assert sorted(tool.name for tool in tools) == ["exec", "wait"]
+            model = smolagents_model()
+            agent = ToolCallingAgent(tools=tools, model=model, verbosity_level=LogLevel.OFF)
+            assert agent.run("add numbers with code mode") == "done"
+            handed: list[str] = model.handed
+            return handed
 
     with trio.fail_after(SAFETY):
         async with served(transport) as target:
@@ -149,16 +192,6 @@ async def test_smolagents_mcp_client(transport: str) -> None:
             else:
                 command, args, env = target
                 parameters = StdioServerParameters(command=command, args=args, env=env)
-            client = await trio.to_thread.run_sync(MCPClient, parameters)
-            try:
-                tools = {tool.name: tool for tool in client.get_tools()}
-                assert sorted(tools) == ["exec", "wait"]
-
-                async def call(name: str, arguments: dict[str, Any]) -> str:
-                    called = functools.partial(tools[name], **arguments)
-                    return str(await trio.to_thread.run_sync(called))
-
-                handed = await drive(call)
-            finally:
-                await trio.to_thread.run_sync(client.disconnect)
+            handed = await trio.to_thread.run_sync(run, parameters)
+    assert all(text.startswith("Observation:\n") for text in handed), handed
     assert check_handed(handed) == []
