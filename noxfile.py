@@ -125,7 +125,12 @@ def soak(session: nox.Session) -> None:
 
 #: MCP hosts that cannot share an environment with ``code-mode[mcp]`` (MCP SDK 2.x):
 #: their newest releases need the SDK 1.x, or install beside 2.x and fail to import.
-MCP1_HOSTS = ("langchain-mcp-adapters>=0.3", "smolagents[mcp]>=1.26", "mcp>=1.24,<2")
+MCP1_HOSTS = (
+    "langchain-mcp-adapters>=0.3",
+    "langchain>=1",  # create_agent: the agent loop that calls the adapters' tools
+    "smolagents[mcp]>=1.26",
+    "mcp>=1.24,<2",
+)
 
 
 @nox.session
@@ -142,9 +147,10 @@ def hosts_mcp1(session: nox.Session) -> None:
         folder = Path(session.create_tmp()) / "server"
         if not (folder / "bin" / "code-mode").exists():
             session.run_install("python", "-m", "venv", str(folder))
+        # pytest too: the served tools' module (tests/mcp_support.py) imports it.
         session.run_install(
             str(folder / "bin" / "python"), "-m", "pip", "install", "-q", "-e", ".[mcp]",
-            external=True,
+            "pytest>=8", external=True,
         )  # fmt: skip
         server = str(folder / "bin" / "code-mode")
     session.run(

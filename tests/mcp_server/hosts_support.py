@@ -97,13 +97,3 @@ def check_handed(handed: list[str], *, new_session_per_call: bool = False) -> li
         assert "Script completed" in finished and "resumed 42" in finished, waited
         assert "loaded" not in finished, finished  # the rest only
     return lost
-
-
-async def drive(call: Callable[[str, dict[str, Any]], Awaitable[str]]) -> list[str]:
-    """:func:`next_call`'s script run against a host's tool objects, as its agent loop
-    would run them: ``call(name, arguments)`` calls the host's tool and returns what
-    the host hands the model. Returns every such string, in order."""
-    handed: list[str] = []
-    while (step := next_call(handed)) is not None:
-        handed.append(await call(*step))
-    return handed

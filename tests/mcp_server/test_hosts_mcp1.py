@@ -8,10 +8,9 @@ import. So this file runs in a virtualenv of its own, ``nox -s hosts_mcp1``, as 
 client, and the server runs from the ``code-mode`` command that ``CODE_MODE_SERVER``
 names (an environment with ``code-mode[mcp]``). Elsewhere it is skipped.
 
-smolagents runs a real ``ToolCallingAgent`` with a scripted ``Model``. LangChain's
-agent loop is in LangGraph, not the adapters' dependencies, so its tools are called as
-a LangGraph ``ToolNode`` calls them, ``tool.ainvoke(tool_call)``, and the model's input
-is the ``ToolMessage``'s content.
+Each runs its real agent with a scripted model (neither ships an offline one that
+calls tools): LangChain's ``create_agent`` (the ``langchain`` package, on LangGraph)
+with a ``BaseChatModel``, smolagents' ``ToolCallingAgent`` with a ``Model``.
 """
 
 from __future__ import annotations
@@ -38,7 +37,7 @@ except ImportError as error:
     )
 
 from ..mcp_support import SAFETY, serve_command, start_cli_server
-from .hosts_support import check_handed, drive, in_asyncio, next_call
+from .hosts_support import check_handed, in_asyncio, next_call
 
 SERVER = os.environ.get("CODE_MODE_SERVER", "")
 if not SERVER:
@@ -76,23 +75,58 @@ def langchain_connection(target: tuple[str, list[str], dict[str, str]] | str) ->
     return {"transport": "stdio", "command": command, "args": args, "env": env}
 
 
-async def drive_langchain(tools: list[Any]) -> list[str]:
-    """The script against LangChain tools, each called as a ``ToolNode`` calls it;
-    what the model is handed is the ``ToolMessage``'s content (a JSON dump when it is
-    a list of content blocks)."""
-    by_name = {tool.name: tool for tool in tools}
-    assert sorted(by_name) == ["exec", "wait"]
-    calls = 0
+def text_of(content: str | list[Any]) -> str:
+    """A message's content as one string: itself, or its content blocks as JSON."""
+    return content if isinstance(content, str) else json.dumps(content)
 
-    async def call(name: str, arguments: dict[str, Any]) -> str:
-        nonlocal calls
-        calls += 1
-        tool_call = {"type": "tool_call", "name": name, "args": arguments, "id": f"c{calls}"}
-        message = await by_name[name].ainvoke(tool_call)
-        content = message.content
-        return content if isinstance(content, str) else json.dumps(content)
 
-    return await drive(call)
+def langchain_model() -> Any:
+    """A LangChain chat model playing :func:`next_call` (langchain-core's fake chat
+    models cannot call tools): each turn it reads the ``ToolMessage``s it is given."""
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from pydantic import Field
+
+    class ScriptedChatModel(BaseChatModel):
+        handed: list[str] = Field(default_factory=list)
+
+        @property
+        def _llm_type(self) -> str:
+            return "scripted"
+
+        def bind_tools(self, tools: Any, **_: Any) -> ScriptedChatModel:  # type: ignore[override]
+            names = sorted(getattr(tool, "name", "") for tool in tools)
+            assert names == ["exec", "wait"], names
+            return self
+
+        def _generate(self, messages: list[BaseMessage], *_: Any, **__: Any) -> ChatResult:
+            self.handed = [text_of(m.content) for m in messages if isinstance(m, ToolMessage)]
+            step = next_call(self.handed)
+            if step is None:
+                message = AIMessage(content="done")
+            else:
+                name, arguments = step
+                call = {"name": name, "args": arguments, "id": f"c{len(self.handed)}"}
+                message = AIMessage(content="", tool_calls=[call])
+            return ChatResult(generations=[ChatGeneration(message=message)])
+
+    return ScriptedChatModel()
+
+
+async def run_langchain_agent(tools: list[Any]) -> list[str]:
+    """LangChain's ``create_agent`` with ``tools`` and the scripted model, run to its
+    end; what its model was handed (a ``ToolMessage``'s content: here a list of
+    content blocks, as JSON)."""
+    from langchain.agents import create_agent
+
+    model = langchain_model()
+    result = await create_agent(model, tools).ainvoke(
+        {"messages": [{"role": "user", "content": "add numbers with code mode"}]}
+    )
+    assert result["messages"][-1].content == "done", result
+    handed: list[str] = model.handed
+    return handed
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
@@ -103,7 +137,7 @@ async def test_langchain_multi_server_client(transport: str) -> None:
 
     async def run(connection: dict[str, Any]) -> list[str]:
         client = MultiServerMCPClient({"code-mode": connection})  # type: ignore[dict-item]
-        return await drive_langchain(await client.get_tools())
+        return await run_langchain_agent(await client.get_tools())
 
     with trio.fail_after(PER_CALL_PROCESSES):
         async with served(transport) as target:
@@ -122,7 +156,7 @@ async def test_langchain_tools_over_one_held_session(transport: str) -> None:
     async def run(connection: dict[str, Any]) -> list[str]:
         client = MultiServerMCPClient({"code-mode": connection})  # type: ignore[dict-item]
         async with client.session("code-mode") as session:
-            return await drive_langchain(await load_mcp_tools(session))
+            return await run_langchain_agent(await load_mcp_tools(session))
 
     with trio.fail_after(SAFETY):
         async with served(transport) as target:
