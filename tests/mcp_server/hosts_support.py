@@ -20,6 +20,8 @@ from typing import Any, TypeVar
 
 import trio
 
+from ..mcp_support import SAFETY
+
 T = TypeVar("T")
 
 STORES = "const sum = await tools.add({a: 2, b: 3}); store('sum', sum); text(`sum=${sum}`)"
@@ -31,6 +33,9 @@ LOADS_THEN_YIELDS = (
 )
 WAIT_YIELD_MS = 3000  # each wait's yield time, under the server's 4 s cap
 MAX_CALLS = 10  # a hang guard on the script: a program still running after 8 waits
+# A hang guard for a host that opens a session per call: over stdio, it starts a server
+# process for each (the listing and three calls), as slowly as the machine's load makes it.
+PER_CALL_PROCESSES = SAFETY * 2
 
 # Handles and numbers alike are URL-safe base64 characters: a host that hands the model
 # a repr or a JSON dump escapes the newline after them (``\\n``), which ``\S+`` would take.

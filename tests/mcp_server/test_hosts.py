@@ -26,7 +26,7 @@ import trio
 from code_mode.mcp_server import CodeModeMcpServer
 
 from ..mcp_support import ROOT, SAFETY, TOOLS, node_command, serve_command
-from .hosts_support import check_handed, in_asyncio, next_call
+from .hosts_support import PER_CALL_PROCESSES, check_handed, in_asyncio, next_call
 
 T = TypeVar("T")
 
@@ -407,9 +407,7 @@ async def test_llama_index_basic_client_with_a_scripted_model(transport: str) ->
     a later one unless the server names them by handles that outlive it."""
     from llama_index.tools.mcp import BasicMCPClient
 
-    # Over stdio, four server processes in turn (the listing and each call), each
-    # starting as slowly as the machine's load makes it.
-    with trio.fail_after(SAFETY * 2):
+    with trio.fail_after(PER_CALL_PROCESSES):
         if transport == "stdio":
             command, args, env = serve_command()
             handed = await in_asyncio(

@@ -37,7 +37,7 @@ except ImportError as error:
     )
 
 from ..mcp_support import SAFETY, serve_command, start_cli_server
-from .hosts_support import check_handed, in_asyncio, next_call
+from .hosts_support import PER_CALL_PROCESSES, check_handed, in_asyncio, next_call
 
 SERVER = os.environ.get("CODE_MODE_SERVER", "")
 if not SERVER:
@@ -46,9 +46,6 @@ if not SERVER:
         "run `nox -s hosts_mcp1`",
         allow_module_level=True,
     )
-
-# Over stdio, a host that opens a session per call starts a server process for each.
-PER_CALL_PROCESSES = SAFETY * 2
 
 
 @asynccontextmanager
@@ -75,7 +72,7 @@ def langchain_connection(target: tuple[str, list[str], dict[str, str]] | str) ->
     return {"transport": "stdio", "command": command, "args": args, "env": env}
 
 
-def text_of(content: str | list[Any]) -> str:
+def as_handed(content: str | list[Any]) -> str:
     """A message's content as one string: itself, or its content blocks as JSON."""
     return content if isinstance(content, str) else json.dumps(content)
 
@@ -101,7 +98,7 @@ def langchain_model() -> Any:
             return self
 
         def _generate(self, messages: list[BaseMessage], *_: Any, **__: Any) -> ChatResult:
-            self.handed = [text_of(m.content) for m in messages if isinstance(m, ToolMessage)]
+            self.handed = [as_handed(m.content) for m in messages if isinstance(m, ToolMessage)]
             step = next_call(self.handed)
             if step is None:
                 message = AIMessage(content="done")
