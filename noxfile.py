@@ -1,5 +1,5 @@
 """Developer tasks: ``nox -s tests``, ``lint``, ``typecheck``, ``bench``, ``peers``,
-``soak``."""
+``soak``, ``hosts_mcp1``."""
 
 from __future__ import annotations
 
@@ -121,3 +121,39 @@ def soak(session: nox.Session) -> None:
     # One worker process per soak test (one per isolation mode): each measures its own
     # process's memory, so none shares a process with another test.
     session.run("pytest", "-q", "-m", "slow", "-n", "2", *session.posargs)
+
+
+#: MCP hosts that cannot share an environment with ``code-mode[mcp]`` (MCP SDK 2.x):
+#: their newest releases need the SDK 1.x, or install beside 2.x and fail to import.
+MCP1_HOSTS = (
+    "langchain-mcp-adapters>=0.3",
+    "langchain>=1",  # create_agent: the agent loop that calls the adapters' tools
+    "smolagents[mcp]>=1.26",
+    "mcp>=1.24,<2",
+)
+
+
+@nox.session
+def hosts_mcp1(session: nox.Session) -> None:
+    """LangChain's and smolagents' MCP adapters as clients of ``code-mode mcp serve``
+    (tests/mcp_server/test_hosts_mcp1.py): they run in this session's virtualenv, with
+    the MCP SDK 1.x; the server runs from ``CODE_MODE_SERVER`` (a ``code-mode``
+    command of an environment with ``code-mode[mcp]``), else from one this session
+    builds beside its own."""
+    # code-mode without extras: the tests' conftest and helpers import it, not the SDK.
+    session.install("-e", ".", "pytest>=8", "pytest-trio>=0.8", *MCP1_HOSTS)
+    server = os.environ.get("CODE_MODE_SERVER")
+    if not server:
+        folder = Path(session.create_tmp()) / "server"
+        if not (folder / "bin" / "code-mode").exists():
+            session.run_install("python", "-m", "venv", str(folder))
+        # pytest too: the served tools' module (tests/mcp_support.py) imports it.
+        session.run_install(
+            str(folder / "bin" / "python"), "-m", "pip", "install", "-q", "-e", ".[mcp]",
+            "pytest>=8", external=True,
+        )  # fmt: skip
+        server = str(folder / "bin" / "code-mode")
+    session.run(
+        "pytest", "-q", "-p", "no:cacheprovider", "tests/mcp_server/test_hosts_mcp1.py",
+        *session.posargs, env={"CODE_MODE_SERVER": server},
+    )  # fmt: skip

@@ -1,9 +1,15 @@
-"""Shared by the MCP tests: where the Node MCP programs are, and tools to serve."""
+"""Shared by the MCP tests: where the Node MCP programs are, tools to serve, and the
+server command run as a child process. Imports no MCP SDK: the tests of hosts on the
+SDK 1.x (``test_hosts_mcp1.py``) use it too."""
 
 from __future__ import annotations
 
+import functools
+import os
 import shutil
+import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -32,11 +38,17 @@ def node_command(name: str) -> str:
     return found
 
 
-def serve_command(*extra: str) -> tuple[str, list[str], dict[str, str]]:
-    """``code-mode mcp serve`` serving :data:`TOOLS`, as (command, args, env)."""
-    args = ["-m", "code_mode.cli", "mcp", "serve", "--tools", f"{__name__}:TOOLS", *extra]
+def serve_command(
+    *extra: str, executable: str | None = None
+) -> tuple[str, list[str], dict[str, str]]:
+    """``code-mode mcp serve`` serving :data:`TOOLS`, as (command, args, env): run by
+    this Python, or by ``executable``, the ``code-mode`` command of another environment
+    (a client's environment may lack the server's dependencies)."""
+    args = ["mcp", "serve", "--tools", f"{__name__}:TOOLS", *extra]
     env = {"PYTHONPATH": str(ROOT)}
-    return sys.executable, args, env
+    if executable is not None:
+        return executable, args, env
+    return sys.executable, ["-m", "code_mode.cli", *args], env
 
 
 @tool
@@ -70,3 +82,47 @@ async def record(path: str, line: str) -> str:
 
 
 TOOLS.append(record)
+
+
+class CliServer:
+    """``code-mode mcp serve --http ...`` run as a child process: its stderr so far,
+    and its MCP URL once it has said it."""
+
+    def __init__(self, process: trio.Process) -> None:
+        self.process = process
+        self.received = b""
+
+    async def read_until(self, marker: bytes) -> None:
+        """Read the server's stderr until ``marker`` (it must not end before)."""
+        while marker not in self.received:
+            assert self.process.stderr is not None
+            chunk = await self.process.stderr.receive_some()
+            assert chunk, f"the server ended: {self.received!r}"
+            self.received += chunk
+
+    async def read_to_end(self) -> None:
+        assert self.process.stderr is not None
+        while chunk := await self.process.stderr.receive_some():
+            self.received += chunk
+
+    @property
+    def url(self) -> str:
+        return self.received.decode().split("/mcp\n")[0].split(" at ")[-1].strip() + "/mcp"
+
+
+async def start_cli_server(
+    nursery: trio.Nursery, command: str, args: Sequence[str], env: dict[str, str]
+) -> CliServer:
+    """Start the server command in ``nursery`` and read until it serves HTTP."""
+    process = await nursery.start(
+        functools.partial(
+            trio.run_process,
+            [command, *args],
+            env={**os.environ, **env},
+            stderr=subprocess.PIPE,
+            check=False,
+        )
+    )
+    server = CliServer(process)
+    await server.read_until(b"/mcp\n")
+    return server

@@ -3,10 +3,7 @@ raw HTTP requests, tools a test opens like a gate, and a tool that counts its ca
 
 from __future__ import annotations
 
-import functools
-import os
 import re
-import subprocess
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -21,6 +18,9 @@ from mcp.client.streamable_http import streamable_http_client
 from code_mode import tool
 from code_mode.mcp_server import CodeModeMcpServer, ServerLimits
 from code_mode.mcp_server.store import Store, open_store
+
+from ..mcp_support import CliServer as CliServer  # re-exported: moved to ..mcp_support
+from ..mcp_support import start_cli_server as start_cli_server
 
 GATES: dict[str, trio.Event] = {}
 """Opened by a test; :func:`gate` waits for the one it names."""
@@ -157,47 +157,3 @@ INITIALIZE = {
 }
 
 MCP_HEADERS = {"accept": "application/json, text/event-stream"}
-
-
-class CliServer:
-    """``code-mode mcp serve --http ...`` run as a child process: its stderr so far,
-    and its MCP URL once it has said it."""
-
-    def __init__(self, process: trio.Process) -> None:
-        self.process = process
-        self.received = b""
-
-    async def read_until(self, marker: bytes) -> None:
-        """Read the server's stderr until ``marker`` (it must not end before)."""
-        while marker not in self.received:
-            assert self.process.stderr is not None
-            chunk = await self.process.stderr.receive_some()
-            assert chunk, f"the server ended: {self.received!r}"
-            self.received += chunk
-
-    async def read_to_end(self) -> None:
-        assert self.process.stderr is not None
-        while chunk := await self.process.stderr.receive_some():
-            self.received += chunk
-
-    @property
-    def url(self) -> str:
-        return self.received.decode().split("/mcp\n")[0].split(" at ")[-1].strip() + "/mcp"
-
-
-async def start_cli_server(
-    nursery: trio.Nursery, command: str, args: Sequence[str], env: dict[str, str]
-) -> CliServer:
-    """Start the server command in ``nursery`` and read until it serves HTTP."""
-    process = await nursery.start(
-        functools.partial(
-            trio.run_process,
-            [command, *args],
-            env={**os.environ, **env},
-            stderr=subprocess.PIPE,
-            check=False,
-        )
-    )
-    server = CliServer(process)
-    await server.read_until(b"/mcp\n")
-    return server
