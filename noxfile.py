@@ -70,7 +70,9 @@ def test_workers() -> str:
 def tests(session: nox.Session) -> None:
     """The test suite (what CI runs), with the Node MCP servers it tests against, on
     several workers (pytest-xdist; ``-n 0`` in the arguments runs it in one process)."""
-    session.install("-e", ".[test]")
+    # The hosts (LlamaIndex, Google ADK) only here: the type check and the soak do not
+    # need their many packages.
+    session.install("-e", ".[test,hosts]")
     say_what_will_be_skipped(session)
     install_node_tools(session)
     session.run("pytest", "-q", "-n", test_workers(), "--dist", "worksteal", *session.posargs)
