@@ -60,19 +60,17 @@ from starlette.types import ASGIApp
 
 from .._config import RuntimeConfig
 from .._facade import CodeModeSession, Toolset
-from .._types import Text
 from ..integrations.routing import NestedTool
-from ..model_tools.adapters import EXEC_TOOL_NAME, WAIT_TOOL_NAME, mcp_call_tool_result
+from ..model_tools.adapters import EXEC_TOOL_NAME, WAIT_TOOL_NAME
 from ..model_tools.descriptions import NamespaceDescription
-from ..model_tools.formatting import is_error_result
 from .any_loop import AnyLoopApp
 from .client_timeouts import DEFAULT_MCP_MAX_YIELD_TIME_MS
 from .http_front import HttpFront
 from .limits import ServerLimits
 from .protocol_versions import advertise_served_versions
-from .pushed_results import PushedResults
-from .refusals import DRAINING, NO_NEW_PROGRAMS, deadline_text, terminated_text
-from .sessions import Refused, SessionEntry, SessionPool, open_session_pool, serve_call, session_key
+from .pushed_results import PushedResults, cell_of_uri
+from .refusals import DRAINING, deadline_text, terminated_text
+from .sessions import Refused, SessionEntry, SessionPool, open_session_pool, session_key
 from .stateless import StatelessCalls, is_stateless, server_name, stateless_listing
 from .store import MemoryStore, Store
 
@@ -137,6 +135,7 @@ class CodeModeMcpServer:
             max_yield_time_ms,
             local=store is None or isinstance(store, MemoryStore),
             expires_after=idle_timeout,
+            push=push,
         )
         self._session_options: dict[str, Any] = {
             "config": config,
@@ -299,18 +298,21 @@ class CodeModeMcpServer:
             try:
                 yield pool
             finally:
+                # Leaving (stdio's client went away, the server stops): with a store
+                # outside the process, the cells still running are handed over, so the
+                # next server resumes them; in memory nothing would be left to resume.
+                grace = self._limits.handover_grace
+                with trio.CancelScope(shield=True), trio.move_on_after(grace + _RESPONSE_GRACE):
+                    await cells.hand_over(grace)
                 cells.serve(None)
                 self._pool = None
 
     def _open_session(self, entry: SessionEntry) -> CodeModeSession:
+        # Results are pushed by the cells' pumps, from the store (:mod:`.stateless`),
+        # not by the session: every cell handed back running is pumped.
         if self._push:
             entry.results = PushedResults()
-        return CodeModeSession(
-            self._toolset,
-            on_notify=entry.notify,
-            on_finished=entry.results.on_finished if entry.results is not None else None,
-            **self._session_options,
-        )
+        return CodeModeSession(self._toolset, on_notify=entry.notify, **self._session_options)
 
     async def _list_tools(
         self, ctx: ServerRequestContext[SessionPool], params: types.PaginatedRequestParams | None
@@ -330,18 +332,19 @@ class CodeModeMcpServer:
             )
         try:
             key = session_key(ctx)
-            if self._draining and params.name == EXEC_TOOL_NAME:
-                raise Refused(NO_NEW_PROGRAMS)
-            async with ctx.lifespan_context.use(key) as entry:
-                items = await serve_call(entry, ctx, params.name, arguments)
-                if entry.closed_reason is not None and self._past_deadline:
-                    items = [*items, Text(terminated_text(self._limits.drain_deadline))]
         except Refused as refusal:
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=str(refusal))], is_error=True
+            return _failed(str(refusal))
+        # One addressing model: a stateful MCP session is served as a stateless call
+        # whose session handle the MCP session remembers (its ``home``).
+        result = await self._stateless.call(
+            ctx, params.name, dict(arguments), draining=self._draining, home=key
+        )
+        pool = ctx.lifespan_context
+        if self._past_deadline and pool.closed_reason(key) is not None:
+            result.content.append(
+                types.TextContent(type="text", text=terminated_text(self._limits.drain_deadline))
             )
-        result = mcp_call_tool_result(items, is_error=is_error_result(items))
-        return types.CallToolResult.model_validate(result)
+        return result
 
     # -- push: pushed results as resources --------------------------------------------
 
@@ -361,13 +364,18 @@ class CodeModeMcpServer:
     async def _read_resource(
         self, ctx: ServerRequestContext[SessionPool], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        return (self._results(ctx) or PushedResults()).read(params.uri)
+        result = (self._results(ctx) or PushedResults()).read(params.uri)
+        cell = cell_of_uri(str(params.uri))
+        if cell is not None:  # collected: its handle is spent, as after a wait
+            await self._stateless.collected(cell)
+        return result
 
     async def _subscribe(
         self, ctx: ServerRequestContext[SessionPool], params: types.SubscribeRequestParams
     ) -> types.EmptyResult:
         try:  # subscribing comes first, so it opens the session
             async with ctx.lifespan_context.use(session_key(ctx)) as entry:
+                entry.stateful = True
                 assert entry.results is not None
                 entry.results.subscribe(params.uri, ctx.session)
         except Refused as refusal:
@@ -381,6 +389,10 @@ class CodeModeMcpServer:
         if results is not None:
             results.unsubscribe(params.uri)
         return types.EmptyResult()
+
+
+def _failed(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
 def _version() -> str:

@@ -83,6 +83,10 @@ class SessionEntry:
         self.by_cell: dict[str, Listener] = {}
         self.standalone: ServerSession | None = None
         self.results: PushedResults | None = None  # with push: results to collect
+        # The session handle (:mod:`.stateless`) whose stored values this session's
+        # exec calls use when they name none: minted at a stateful session's first exec.
+        self.handle: str | None = None
+        self.stateful = False  # an MCP session's own: open between calls, until it ends
 
     async def notify(self, note: Notification) -> None:
         listener = self.by_cell.get(str(note.cell_id)) or self.by_call.get(note.call_id)
@@ -208,7 +212,7 @@ class SessionPool:
         while an ``exec`` runs or a cell of it is pumped (:mod:`.stateless`), so that
         ``max_sessions`` counts the sessions at work, not every handle ever used."""
         entry = self._entries.get(key)
-        if entry is not None and entry.busy == 0:
+        if entry is not None and entry.busy == 0 and not entry.stateful:
             self.close(key)
 
     def close_all(self, reason: str | None = None) -> None:
@@ -325,33 +329,21 @@ async def _serve_routed(
 ) -> list[Any]:
     session = entry.session
     assert session is not None and entry.calls is not None
-    if name == EXEC_TOOL_NAME:
+    assert name == EXEC_TOOL_NAME  # a wait reads the store (:mod:`.stateless`)
 
-        def route(call_id: str) -> Callable[[], None]:
-            entry.by_call[call_id] = listener
+    def route(call_id: str) -> Callable[[], None]:
+        entry.by_call[call_id] = listener
 
-            def unroute() -> None:
-                if entry.by_call.get(call_id) is listener:
-                    del entry.by_call[call_id]
+        def unroute() -> None:
+            if entry.by_call.get(call_id) is listener:
+                del entry.by_call[call_id]
 
-            return unroute
+        return unroute
 
-        async def call(call_id: str) -> list[Any]:
-            return await session.handle_call(name, arguments, call_id=call_id)
+    async def call(call_id: str) -> list[Any]:
+        return await session.handle_call(name, arguments, call_id=call_id)
 
-        return await entry.execs.serve(entry.calls, exec_key(arguments), route, call)
-    cell = arguments.get("cell_id")
-    cell_key = str(cell) if isinstance(cell, str | int) else None
-    pushed = entry.results.take(cell_key) if entry.results and cell_key is not None else None
-    if pushed is not None:  # finished and pushed: this wait collects it
-        return pushed
-    if cell_key is not None:
-        entry.by_cell[cell_key] = listener
-    try:
-        return await session.handle_call(name, arguments)
-    finally:
-        if cell_key is not None and entry.by_cell.get(cell_key) is listener:
-            del entry.by_cell[cell_key]
+    return await entry.execs.serve(entry.calls, exec_key(arguments), route, call)
 
 
 def session_key(ctx: ServerRequestContext[SessionPool]) -> str:

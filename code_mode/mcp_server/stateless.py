@@ -52,7 +52,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Final
 
@@ -62,7 +63,7 @@ from mcp.server import ServerRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .._delegate import ExecuteRequest
-from .._facade import resolve_yield_time_ms
+from .._facade import CellFinished, resolve_yield_time_ms
 from .._types import (
     CellEvent,
     CellId,
@@ -81,14 +82,15 @@ from ..model_tools.adapters import (
     wait_arguments_from_call,
 )
 from ..model_tools.error_texts import missing_cell_text, missing_session_text
-from ..model_tools.formatting import format_result, is_error_result
+from ..model_tools.formatting import PUSH_RUNNING_NOTE, format_result, is_error_result
 from .cell_events import decode_event
 from .client_timeouts import with_progress
 from .journal_copy import StoreMirror
+from .pushed_results import PushedResults
 from .refusals import NO_NEW_PROGRAMS
-from .sessions import Refused, SessionPool, serve_call
+from .sessions import Listener, Refused, SessionEntry, SessionPool, serve_call
 from .stateless_cells import RunningCells
-from .store import Store, StoreError, is_handle, missing_cell, new_handle
+from .store import CellRecord, Store, StoreError, is_handle, missing_cell, new_handle
 from .store.handles import SHOWN_CHARACTERS
 
 __all__ = [
@@ -170,6 +172,7 @@ class StatelessCalls:
         *,
         local: bool = False,
         expires_after: float | None = None,
+        push: bool = False,
     ) -> None:
         self._store = store
         self._server = server
@@ -177,7 +180,10 @@ class StatelessCalls:
         # Seconds a session or cell handle lives without a call (the store's TTL), for
         # the texts that say why a handle names nothing.
         self._expires_after = expires_after
-        self._cells = RunningCells(store, server, local=local, save=self._save)
+        self._push = push
+        self._cells = RunningCells(
+            store, server, local=local, save=self._save, on_end=self._pushed if push else None
+        )
 
     @property
     def server(self) -> str:
@@ -195,16 +201,27 @@ class StatelessCalls:
         arguments: dict[str, Any],
         *,
         draining: bool,
+        home: str | None = None,
     ) -> types.CallToolResult:
+        """Serve one ``exec`` or ``wait``. ``home``: the MCP session of a stateful
+        request (its pool key), which remembers its session handle (minted at its first
+        ``exec``) for the ``exec`` calls that pass none; ``None`` for the stateless
+        revision, where an ``exec`` without one starts a new session."""
         pool = ctx.lifespan_context
         try:
             if name == EXEC_TOOL_NAME:
                 if draining:
                     raise Refused(NO_NEW_PROGRAMS)
                 with self._cells.starting():  # (no checkpoint since the check above)
-                    key, items = await self._exec(ctx, pool, arguments)
+                    if home is None:
+                        key, items = await self._exec(ctx, pool, arguments)
+                    else:
+                        key, items = await self._exec_at_home(ctx, pool, arguments, home)
             else:
-                key, items = await _reporting(ctx, lambda: self._wait(arguments))
+                listener = listener_of(ctx)
+                key, items = await _reporting(
+                    listener, lambda: self._wait(pool, listener, arguments, home)
+                )
         except Refused as refusal:
             return _failed(str(refusal))
         except StoreError as error:
@@ -216,8 +233,41 @@ class StatelessCalls:
 
     # -- exec: on this server, with the session's stored values from the store ----------
 
+    async def _exec_at_home(
+        self,
+        ctx: ServerRequestContext[SessionPool],
+        pool: SessionPool,
+        arguments: dict[str, Any],
+        home: str,
+    ) -> tuple[str | None, list[OutputItem]]:
+        """A stateful ``exec``: with the session handle its MCP session remembers
+        (minted at its first ``exec``) unless the call names one. Then as any ``exec``:
+        the cells belong to the session handle, not to the MCP session, so that any
+        other MCP session (a client opening one per call) reaches them by handle, and
+        the MCP session's end ends none of them."""
+        async with pool.use(home) as entry:
+            entry.stateful = True
+            given = arguments.get(SESSION_ARGUMENT)
+            if given is None:
+                remembered = entry.handle
+                if remembered is None or not await self._store.touch_session(remembered):
+                    entry.handle = await self._store.new_session()
+                given = entry.handle
+            elif entry.handle is None and await self._known_session(given):
+                entry.handle = given  # a new MCP session passing an earlier one's handle
+            return await self._exec(ctx, pool, {**arguments, SESSION_ARGUMENT: given}, entry)
+
+    async def _known_session(self, given: object) -> bool:
+        return (
+            isinstance(given, str) and is_handle(given) and await self._store.touch_session(given)
+        )
+
     async def _exec(
-        self, ctx: ServerRequestContext[SessionPool], pool: SessionPool, arguments: dict[str, Any]
+        self,
+        ctx: ServerRequestContext[SessionPool],
+        pool: SessionPool,
+        arguments: dict[str, Any],
+        home: SessionEntry | None = None,
     ) -> tuple[str | None, list[OutputItem]]:
         given = arguments.get(SESSION_ARGUMENT)
         if given is None:
@@ -233,7 +283,8 @@ class StatelessCalls:
             return None, format_result(text, wall_time=0.0, cell_id="")
         program = {k: v for k, v in arguments.items() if k == EXEC_CODE_ARGUMENT}
         try:
-            return key, await self._run_exec(ctx, pool, key, values, program)
+            results = home.results if home is not None else None
+            return key, await self._run_exec(ctx, pool, key, values, program, results)
         finally:
             pool.close_if_quiet(key)  # a running cell's pump keeps it open
 
@@ -244,8 +295,14 @@ class StatelessCalls:
         key: str,
         values: dict[str, str],
         program: dict[str, Any],
+        results: PushedResults | None,
     ) -> list[OutputItem]:
+        """Run ``program`` in the code mode session of the session handle ``key``;
+        a cell handed back running is registered under a new handle and pumped, its
+        end pushed to ``results`` (the stateful MCP session's, with push)."""
         async with pool.use(key) as entry:
+            if results is not None:
+                entry.results = results
             assert entry.session is not None and entry.calls is not None
             runtime = entry.session.runtime
             if runtime.stored_values != values:  # changed on another server since
@@ -277,7 +334,11 @@ class StatelessCalls:
                     self._cells.pump, pool, entry, handle, local, values, mirror, handed
                 )
             text = header.text.replace(running.group(0), f"Script running with cell ID {handle}\n")
-            return [Text(text), *items[1:]]
+            return self._noted([Text(text), *items[1:]])
+
+    def _noted(self, items: list[OutputItem]) -> list[OutputItem]:
+        """A running result, ending with the push note when results are pushed."""
+        return [*items, Text(PUSH_RUNNING_NOTE)] if self._push else items
 
     def _mirror_for(self, cell_id: CellId, request: ExecuteRequest) -> StoreMirror | None:
         """A journal copy for a cell started by the ``exec`` call of this context."""
@@ -296,7 +357,13 @@ class StatelessCalls:
 
     # -- wait: on any server, from the store -------------------------------------------
 
-    async def _wait(self, arguments: dict[str, Any]) -> tuple[str | None, list[OutputItem]]:
+    async def _wait(
+        self,
+        pool: SessionPool,
+        listener: Listener,
+        arguments: dict[str, Any],
+        home: str | None,
+    ) -> tuple[str | None, list[OutputItem]]:
         started_at = trio.current_time()
         given = arguments.get("cell_id")
         shown = str(given) if isinstance(given, str | int) else ""
@@ -307,6 +374,40 @@ class StatelessCalls:
         record = await self._store.cell(given) if isinstance(given, str) else None
         if record is None:
             return None, self._missing(shown)
+        handle = record.cell
+        pushed = self._take_pushed(pool, home, handle)
+        if pushed is not None:  # finished and pushed: this wait collects it
+            await self.collected(handle)
+            return record.session, pushed
+        await self._cells.claim_if_dead(record)  # its server is gone: resume it here now
+        with self._routed(handle, listener):
+            return await self._read(record, shown, terminate, yield_ms, max_tokens, started_at)
+
+    @contextmanager
+    def _routed(self, handle: str, listener: Listener) -> Iterator[None]:
+        """The notifications of ``handle``, if it runs here, go to this ``wait``."""
+        pumped = self._cells.pumped(handle)
+        if pumped is None:
+            yield
+            return
+        entry, local = pumped
+        entry.by_cell[str(local)] = listener
+        try:
+            yield
+        finally:
+            if entry.by_cell.get(str(local)) is listener:
+                del entry.by_cell[str(local)]
+
+    async def _read(
+        self,
+        record: CellRecord,
+        shown: str,
+        terminate: bool,
+        yield_ms: int,
+        max_tokens: int,
+        started_at: float,
+    ) -> tuple[str | None, list[OutputItem]]:
+        """The ``wait`` proper: the cell's events from the store, from its cursor."""
         handle = record.cell
         if terminate:
             await self._store.send_command(handle, "terminate")
@@ -332,19 +433,52 @@ class StatelessCalls:
         wall = trio.current_time() - started_at
         if end is None:
             await self._store.set_cursor(handle, offset)
-            event: CellEvent = Yielded(items)
-        else:
-            await self._store.drop_cell(handle)  # the end was handed out: the handle is spent
-            self._cells.collected(handle)
-            event = (
-                Completed(items, end.error_text)
-                if isinstance(end, Completed)
-                else Terminated(items)
+            formatted = format_result(
+                Yielded(items), wall_time=wall, cell_id=handle, max_output_tokens=max_tokens
             )
+            return record.session, self._noted(formatted)
+        await self.collected(handle)  # the end was handed out: the handle is spent
+        event = _final(items, end)
         formatted = format_result(
             event, wall_time=wall, cell_id=handle, max_output_tokens=max_tokens
         )
         return record.session, formatted
+
+    async def collected(self, handle: str) -> None:
+        """The cell's end was handed out (by a ``wait`` or, pushed, a
+        ``resources/read``): the handle is spent."""
+        await self._store.drop_cell(handle)
+        self._cells.collected(handle)
+
+    # -- push: a stateful session's cells that end are pushed to it --------------------
+
+    async def _pushed(self, entry: SessionEntry, handle: str, since: float) -> None:
+        """The cell ``handle`` of ``entry``'s session ended: keep what a ``wait`` would
+        return now (the events from the cell's cursor) as its pushed result."""
+        results = entry.results
+        record = await self._store.cell(handle)
+        read = await self._store.read_events(handle, record.cursor) if record else None
+        if results is None or read is None:
+            return  # collected meanwhile by a wait
+        items: list[OutputItem] = []
+        end: Completed | Terminated | None = None
+        for text in read.entries:
+            decoded = decode_event(text)
+            items.extend(decoded.items)
+            end = decoded.end or end
+        if end is None:
+            return
+        wall = trio.current_time() - since
+        formatted = format_result(_final(items, end), wall_time=wall, cell_id=handle)
+        await results.on_finished(CellFinished(CellId(handle), "", formatted))
+        if await self._store.cell(handle) is None:  # a wait collected it meanwhile
+            results.take(handle)
+
+    @staticmethod
+    def _take_pushed(pool: SessionPool, home: str | None, handle: str) -> list[OutputItem] | None:
+        entry = pool.peek(home) if home is not None else None
+        results = entry.results if entry is not None else None
+        return results.take(handle) if results is not None else None
 
     def _missing(self, given: str) -> list[OutputItem]:
         """The failed result of a ``wait`` whose cell handle names nothing here."""
@@ -352,6 +486,21 @@ class StatelessCalls:
         assert cell is not None
         text = missing_cell_text(cell, other_deployments=True, expires_after=self._expires_after)
         return format_result(text, wall_time=0.0, cell_id="")
+
+
+def _final(items: list[OutputItem], end: Completed | Terminated) -> CellEvent:
+    """A cell's last result: ``items`` with how it ``end``ed."""
+    if isinstance(end, Completed):
+        return Completed(items, end.error_text)
+    return Terminated(items)
+
+
+def listener_of(ctx: ServerRequestContext[SessionPool]) -> Listener:
+    """Where the notifications of a request's cell go: the request's stream, as
+    progress when the client asked for it."""
+    meta = ctx.meta or {}
+    wants_progress = "progress_token" in meta or "progressToken" in meta
+    return Listener(ctx.session, ctx.request_id, wants_progress=wants_progress)
 
 
 def _with_session(header: OutputItem, key: str) -> Text:
@@ -363,20 +512,18 @@ def _with_session(header: OutputItem, key: str) -> Text:
 
 
 async def _reporting(
-    ctx: ServerRequestContext[SessionPool],
+    listener: Listener,
     call: Callable[[], Awaitable[tuple[str | None, list[OutputItem]]]],
 ) -> tuple[str | None, list[OutputItem]]:
     """``call()``, with a progress notification every second meanwhile for a client
-    that asked for progress (:mod:`.client_timeouts`)."""
-    meta = ctx.meta or {}
-    if "progress_token" not in meta and "progressToken" not in meta:
+    that asked for progress (:mod:`.client_timeouts`); the cell's notifications share
+    the listener's count, so progress only grows."""
+    if not listener.wants_progress:
         return await call()
-    sent = 0
 
     async def beat() -> None:
-        nonlocal sent
-        sent += 1
-        await ctx.session.report_progress(sent)
+        listener.sent += 1
+        await listener.session.report_progress(listener.sent)
 
     return await with_progress(beat, call)
 
