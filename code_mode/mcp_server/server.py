@@ -61,7 +61,7 @@ from starlette.types import ASGIApp
 from .._config import RuntimeConfig
 from .._facade import CodeModeSession, Toolset
 from ..integrations.routing import NestedTool
-from ..model_tools.adapters import EXEC_TOOL_NAME, WAIT_TOOL_NAME
+from ..model_tools.adapters import EXEC_TOOL_NAME, WAIT_TOOL_NAME, mcp_text
 from ..model_tools.descriptions import NamespaceDescription
 from .any_loop import AnyLoopApp
 from .client_timeouts import DEFAULT_MCP_MAX_YIELD_TIME_MS
@@ -294,6 +294,7 @@ class CodeModeMcpServer:
             open_session_pool(self._open_session, self._limits, draining=self._draining) as pool,
         ):
             self._pool = pool
+            pool.elsewhere = cells
             cells.serve(pool)  # where cells taken over from a stopped server run
             try:
                 yield pool
@@ -340,10 +341,11 @@ class CodeModeMcpServer:
             ctx, params.name, dict(arguments), draining=self._draining, home=key
         )
         pool = ctx.lifespan_context
-        if self._past_deadline and pool.closed_reason(key) is not None:
-            result.content.append(
-                types.TextContent(type="text", text=terminated_text(self._limits.drain_deadline))
-            )
+        first = result.content[0] if result.content else None
+        if self._past_deadline and pool.closed_reason(key) and isinstance(first, types.TextContent):
+            # Said after the output, in the one text item (mcp_text's joining).
+            said = mcp_text([{"type": "text", "text": first.text}, {"type": "text", "text": ""}])
+            first.text = said + terminated_text(self._limits.drain_deadline)
         return result
 
     # -- push: pushed results as resources --------------------------------------------

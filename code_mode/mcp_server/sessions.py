@@ -17,7 +17,7 @@ import math
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import attrs
 import mcp.types as types
@@ -106,6 +106,21 @@ class SessionEntry:
         await target.send_notification(notification, related_request_id=related)
 
 
+class Elsewhere(Protocol):
+    """What a session handle has at work outside the code mode session of the MCP
+    session that remembers it (:mod:`.stateless_cells`: its cells run in the session
+    handle's own code mode session, and their ends wait in the store)."""
+
+    def holds(self, session: str) -> bool:
+        """Whether a cell of ``session`` runs here, or its end waits to be collected
+        from a store in this process."""
+        ...
+
+    async def wait_changed(self) -> None:
+        """Return at the next change of what :meth:`holds` answers."""
+        ...
+
+
 class SessionPool:
     """The code mode sessions of a running server, each in a task of ``nursery``."""
 
@@ -125,6 +140,9 @@ class SessionPool:
         self._lock = trio.Lock()
         self.draining = False
         """No session is opened any more (the server drains)."""
+        self.elsewhere: Elsewhere | None = None
+        """What a stateful MCP session's handle has at work: it keeps the MCP session
+        live, as its own cells did (a drain closes it once that is done)."""
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -164,7 +182,16 @@ class SessionPool:
         if entry is None or entry.session is None:
             return False
         pushed = entry.results is not None and entry.results.uncollected > 0
-        return entry.busy > 0 or entry.session.runtime.pending_results > 0 or pushed
+        return (
+            entry.busy > 0
+            or entry.session.runtime.pending_results > 0
+            or pushed
+            or self._held(entry)
+        )
+
+    def _held(self, entry: SessionEntry) -> bool:
+        elsewhere = self.elsewhere
+        return entry.handle is not None and elsewhere is not None and elsewhere.holds(entry.handle)
 
     @asynccontextmanager
     async def use(self, key: str) -> AsyncIterator[SessionEntry]:
@@ -212,7 +239,8 @@ class SessionPool:
         while an ``exec`` runs or a cell of it is pumped (:mod:`.stateless`), so that
         ``max_sessions`` counts the sessions at work, not every handle ever used."""
         entry = self._entries.get(key)
-        if entry is not None and entry.busy == 0 and not entry.stateful:
+        # (An exec its client abandoned keeps it for a retry: then the idle timeout.)
+        if entry is not None and entry.busy == 0 and not entry.stateful and not entry.execs:
             self.close(key)
 
     def close_all(self, reason: str | None = None) -> None:
@@ -239,6 +267,8 @@ class SessionPool:
                 await session.runtime.wait_no_cells()
             elif results is not None and results.uncollected:
                 await results.wait_collected()
+            elif self.elsewhere is not None and self._held(entry):
+                await self.elsewhere.wait_changed()
             else:
                 break
         if self._entries.get(entry.key) is entry:

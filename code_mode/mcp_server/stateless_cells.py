@@ -116,8 +116,9 @@ class RunningCells:
         self._claimed: list[tuple[str, CellRecord]] = []
         # A store in this process (memory://) ends with it: a draining server waits for
         # the ends it holds to be collected, as it does for stateful sessions.
-        self._uncollected: set[str] = set()
+        self._uncollected: dict[str, str] = {}  # handle -> its session
         self._collected = trio.Event()
+        self._changes = trio.lowlevel.ParkingLot()  # what holds() answers changed
         self._prune_at = _PRUNE_AT  # uncollected ends past which expired ones are dropped
 
     @property
@@ -136,6 +137,7 @@ class RunningCells:
         finally:
             self._starting -= 1
             self._pumps_changed.set()
+            self._changes.unpark_all()
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -185,6 +187,7 @@ class RunningCells:
         finally:
             self._pump_started.pop(handle, None)
             self._pumps_changed.set()
+            self._changes.unpark_all()
             pool.close_if_quiet(entry.key)
 
     async def _pumping(
@@ -234,6 +237,15 @@ class RunningCells:
             return False
         return True
 
+    def holds(self, session: str) -> bool:
+        """Whether a cell of the session handle ``session`` is pumped here, or its end
+        waits in a local store to be collected (:class:`.sessions.Elsewhere`)."""
+        pumped = any(entry.key == session for entry, _ in self._pumped.values())
+        return pumped or session in self._uncollected.values()
+
+    async def wait_changed(self) -> None:
+        await self._changes.park()
+
     async def _overflowed(self, runtime: SessionRuntime, local: CellId) -> Completed:
         """End a cell whose output the store refuses: it is terminated here, and its end
         (appended as ``final``, which the bound does not refuse) says why."""
@@ -280,7 +292,7 @@ class RunningCells:
             return
         self._ending += 1  # (a hand-over retires the server once no end is on its way)
         try:
-            await self._append_end(handle, event)
+            await self._append_end(handle, event, pumped[0].key)
             entry = pumped[0]
             if self._on_end is not None and entry.results is not None:
                 since = self._pump_started.get(handle, trio.current_time())
@@ -288,10 +300,11 @@ class RunningCells:
         finally:
             self._ending -= 1
             self._pumps_changed.set()
+            self._changes.unpark_all()
 
-    async def _append_end(self, handle: str, event: CellEvent) -> None:
-        if self._local:
-            self._uncollected.add(handle)
+    async def _append_end(self, handle: str, event: CellEvent, session: str) -> None:
+        if self._local:  # (before any checkpoint: a drain sees the session at work)
+            self._uncollected[handle] = session
             if len(self._uncollected) > self._prune_at:  # bounded by the store's TTL
                 await self._prune()
                 self._prune_at = max(_PRUNE_AT, 2 * len(self._uncollected))
@@ -323,9 +336,9 @@ class RunningCells:
 
     def collected(self, handle: str) -> None:
         """A ``wait`` handed out the cell's end."""
-        if handle in self._uncollected:
-            self._uncollected.discard(handle)
+        if self._uncollected.pop(handle, None) is not None:
             self._collected.set()
+            self._changes.unpark_all()
 
     async def settle(self) -> None:
         """Return once no cell's end kept in a local store waits to be collected
@@ -342,7 +355,8 @@ class RunningCells:
         """Forget the uncollected ends whose cell expired from the store."""
         for handle in list(self._uncollected):
             if await self._store.cell(handle) is None:
-                self._uncollected.discard(handle)
+                self._uncollected.pop(handle, None)
+                self._changes.unpark_all()
 
     # -- the server in the registry ------------------------------------------------------
 
@@ -460,7 +474,7 @@ class RunningCells:
             except Exception as error:
                 logger.exception("resuming cell %s failed", record.cell)
                 reason = f"resuming it failed: {error}"
-                await self._append_end(record.cell, _lost(reason))  # retries itself
+                await self._append_end(record.cell, _lost(reason), record.session)  # retries itself
             self._claimed.pop(0)
             await self._carry_out_order(record.cell)
 
@@ -478,7 +492,7 @@ class RunningCells:
     async def _take_over(self, pool: SessionPool, dead: str, record: CellRecord) -> None:
         if self._local:
             reason = "its server kept its journal in memory (a store in this process)"
-            await self._append_end(record.cell, _lost(reason))
+            await self._append_end(record.cell, _lost(reason), record.session)
             return
         copy = await read_copy(self._store, record.cell)
         if copy is None:  # it ended (or expired) before its server could say so
@@ -497,7 +511,7 @@ class RunningCells:
                     return
                 reason = f"no server could take it: {refusal}"
         logger.warning("code mode server %s stopped: ending its cell (%s)", dead, reason)
-        await self._append_end(record.cell, _lost(reason))
+        await self._append_end(record.cell, _lost(reason), record.session)
 
     async def _resume(
         self,
