@@ -143,9 +143,10 @@ class CodeModeMcpServer:
             "wait_idle_floor_ms": wait_idle_floor_ms,
         }
         self._push = push
-        self._listing = [
-            types.Tool.model_validate(tool) for tool in self._toolset.mcp_tools(push=push)
-        ]
+        # Every revision's exec takes a session handle (one addressing model).
+        self._listing = stateless_listing(
+            [types.Tool.model_validate(tool) for tool in self._toolset.mcp_tools(push=push)]
+        )
         # Push is stateful-only (:mod:`.stateless`): the stateless listing never offers it.
         self._stateless_listing = stateless_listing(
             [types.Tool.model_validate(tool) for tool in self._toolset.mcp_tools()]

@@ -87,6 +87,7 @@ class SessionEntry:
         # exec calls use when they name none: minted at a stateful session's first exec.
         self.handle: str | None = None
         self.stateful = False  # an MCP session's own: open between calls, until it ends
+        self.counted = True  # against ServerLimits.max_sessions (SessionPool.use)
 
     async def notify(self, note: Notification) -> None:
         listener = self.by_cell.get(str(note.cell_id)) or self.by_call.get(note.call_id)
@@ -145,7 +146,8 @@ class SessionPool:
         live, as its own cells did (a drain closes it once that is done)."""
 
     def __len__(self) -> int:
-        return len(self._entries)
+        """The sessions counted against ``max_sessions`` (see :meth:`use`)."""
+        return sum(entry.counted for entry in self._entries.values())
 
     # -- what the HTTP front asks (:class:`.http_front.SessionDoor`) -------------------
 
@@ -153,7 +155,7 @@ class SessionPool:
         """Why no new session is taken now (draining, full), or ``None``."""
         if self.draining:
             return DRAINING
-        if len(self._entries) >= self._max_sessions:
+        if len(self) >= self._max_sessions:
             return full_text(self._max_sessions)
         return None
 
@@ -194,16 +196,19 @@ class SessionPool:
         return entry.handle is not None and elsewhere is not None and elsewhere.holds(entry.handle)
 
     @asynccontextmanager
-    async def use(self, key: str) -> AsyncIterator[SessionEntry]:
-        """The session of ``key`` (opened if needed), kept from expiring meanwhile."""
+    async def use(self, key: str, *, counted: bool = True) -> AsyncIterator[SessionEntry]:
+        """The session of ``key`` (opened if needed), kept from expiring meanwhile.
+        ``counted=False``: a session opened for a stateful MCP session's handle, which
+        that MCP session already counts against ``max_sessions``."""
         async with self._lock:  # one opening at a time: no two sessions for one key
             entry = self._entries.get(key)
             if entry is None:
                 if self.draining:
                     raise Refused(DRAINING)
-                if len(self._entries) >= self._max_sessions:
+                if counted and len(self) >= self._max_sessions:
                     raise Refused(full_text(self._max_sessions))
                 entry = SessionEntry(key, self._exec_retry_window)
+                entry.counted = counted
                 await self._nursery.start(self._run, entry)
                 self._entries[key] = entry
             entry.busy += 1

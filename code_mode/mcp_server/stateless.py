@@ -86,7 +86,6 @@ from ..model_tools.formatting import PUSH_RUNNING_NOTE, format_result, is_error_
 from .cell_events import decode_event
 from .client_timeouts import with_progress
 from .journal_copy import StoreMirror
-from .pushed_results import PushedResults
 from .refusals import NO_NEW_PROGRAMS
 from .sessions import Listener, Refused, SessionEntry, SessionPool, serve_call
 from .stateless_cells import RunningCells
@@ -109,10 +108,10 @@ SESSION_ARGUMENT: Final = "session"
 
 SESSION_SENTENCE: Final = (
     "Stored values belong to a session: each result names it as `Session: <handle>`; "
-    "pass that handle as `session` to later `exec` calls to keep using them (without it "
-    "a new session starts)."
+    "pass that handle as `session` to later `exec` calls to keep using them."
 )
-"""The one sentence the stateless ``exec`` description adds."""
+"""The one sentence the ``exec`` description adds (in every revision: a client may open
+a new MCP session, or start a new server process, for each call)."""
 
 _TERMINATE_BOUND: Final = 30.0  # seconds a terminating wait waits for the cell's end
 
@@ -142,7 +141,7 @@ def stateless_listing(listing: list[types.Tool]) -> list[types.Tool]:
             properties[SESSION_ARGUMENT] = {
                 "type": "string",
                 "description": "The session handle of an earlier result (`Session: "
-                "<handle>`), to use its stored values; omit it to start a new session.",
+                "<handle>`), to use its stored values.",
             }
             schema["properties"] = properties
             schema = mcp_input_schema(schema)
@@ -283,8 +282,7 @@ class StatelessCalls:
             return None, format_result(text, wall_time=0.0, cell_id="")
         program = {k: v for k, v in arguments.items() if k == EXEC_CODE_ARGUMENT}
         try:
-            results = home.results if home is not None else None
-            return key, await self._run_exec(ctx, pool, key, values, program, results)
+            return key, await self._run_exec(ctx, pool, key, values, program, home)
         finally:
             pool.close_if_quiet(key)  # a running cell's pump keeps it open
 
@@ -295,14 +293,15 @@ class StatelessCalls:
         key: str,
         values: dict[str, str],
         program: dict[str, Any],
-        results: PushedResults | None,
+        home: SessionEntry | None,
     ) -> list[OutputItem]:
         """Run ``program`` in the code mode session of the session handle ``key``;
-        a cell handed back running is registered under a new handle and pumped, its
-        end pushed to ``results`` (the stateful MCP session's, with push)."""
-        async with pool.use(key) as entry:
-            if results is not None:
-                entry.results = results
+        a cell handed back running is registered under a new handle and pumped. For a
+        stateful MCP session (``home``), which counts against ``max_sessions`` itself,
+        its end is pushed to the MCP session's results (with push)."""
+        async with pool.use(key, counted=home is None) as entry:
+            if home is not None and home.results is not None:
+                entry.results = home.results
             assert entry.session is not None and entry.calls is not None
             runtime = entry.session.runtime
             if runtime.stored_values != values:  # changed on another server since
