@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -32,10 +33,13 @@ def node_command(name: str) -> str:
     return found
 
 
-def serve_command(*extra: str) -> tuple[str, list[str], dict[str, str]]:
-    """``code-mode mcp serve`` serving :data:`TOOLS`, as (command, args, env)."""
+def serve_command(*extra: str, state: Path | None = None) -> tuple[str, list[str], dict[str, str]]:
+    """``code-mode mcp serve`` serving :data:`TOOLS`, as (command, args, env). Its
+    default store is a SQLite file under ``$XDG_STATE_HOME``: ``state`` (servers given
+    the same one share it), else a new folder, so that no test sees another's state."""
     args = ["-m", "code_mode.cli", "mcp", "serve", "--tools", f"{__name__}:TOOLS", *extra]
-    env = {"PYTHONPATH": str(ROOT)}
+    folder = state if state is not None else Path(tempfile.mkdtemp(prefix="code-mode-state-"))
+    env = {"PYTHONPATH": str(ROOT), "XDG_STATE_HOME": str(folder)}
     return sys.executable, args, env
 
 
