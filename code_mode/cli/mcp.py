@@ -149,8 +149,8 @@ def serve_main(args: argparse.Namespace) -> int:
     for stdio), ``args.push`` (serve pushed results: see :class:`CodeModeMcpServer`),
     the limits (:func:`server_limits`), ``args.store`` (a store URL or ``None``: the
     SQLite file at :func:`~code_mode.mcp_server.store.url.default_sqlite_path`, so that
-    a server started anew per call, or killed, loses no cell; a bad one, or a SQLite file that cannot be used, exits 2 with
-    ``code-mode: --store: <why>``). Returns the
+    a server started anew per call, or killed, loses no cell; a bad one, or a SQLite
+    file that cannot be used, exits 2 with ``code-mode: --store: <why>``). Returns the
     exit status; errors go to stderr, never stdout (stdout is the MCP stream in stdio mode)."""
     try:
         tools = [tool for spec in args.tools or [] for tool in load_tools(spec)]

@@ -41,8 +41,9 @@ _SQLITE_LIMITS: Final = ("max_cell_bytes", "max_bytes")
 
 def default_sqlite_path(environ: Mapping[str, str] = os.environ) -> Path:
     """Where a SQLite store's file lives when the operator names none (``code-mode mcp
-    serve`` without ``--store``, :func:`default_store`): ``$XDG_STATE_HOME/code-mode/store.db``, or, with that unset or not
-    absolute (the XDG base directory specification ignores a relative one),
+    serve`` without ``--store``, :func:`default_store`):
+    ``$XDG_STATE_HOME/code-mode/store.db``, or, with that unset or not absolute (the
+    XDG base directory specification ignores a relative one),
     ``~/.local/state/code-mode/store.db``. State, not cache: it holds stored values and
     running programs' journals, which must survive a restart; per user, as the server
     runs as its user. The store creates the folder (owner only) when it opens."""
