@@ -6,15 +6,21 @@
     await server.serve_stdio()                          # or
     await server.serve_http("127.0.0.1", 8000)          # streamable HTTP at /mcp
 
-Each MCP session gets its own :class:`~code_mode.CodeModeSession` (cells, stored
-values), opened on its first ``exec``/``wait`` and closed, with every cell still
-running, when the session ends: the client deletes it (HTTP ``DELETE``), it stays idle
-past ``ServerLimits.session_idle_timeout``, the stdio client goes away, the server
-drains, or the server stops. Over stdio there is one session (the client at the other
-end of the pipe); over HTTP, for the stateful revisions, the session is the
-transport's (``Mcp-Session-Id``); for the stateless one (``2026-07-28``, which the
-SDKs' clients pick by default) it is named by a handle the server mints and the
-client passes back, and cells by handles too (:mod:`.stateless`).
+One addressing model, in every revision and transport (:mod:`.stateless`): a code
+mode session and a running cell are named by unguessable handles registered in the
+server's store, which every result names (``Session: <handle>``, ``Script running
+with cell ID <handle>``) and ``exec``/``wait`` take back from any MCP session,
+connection or server process sharing the store. Most agent frameworks' clients open
+a new MCP session per tool call (LangChain's even a new server process), so nothing a
+model needs between calls may hang on a connection. A stateful MCP session (stdio;
+HTTP with ``Mcp-Session-Id``) only remembers its session handle, minted at its first
+``exec``, for the ``exec`` calls that pass none; its end (HTTP ``DELETE``, idle past
+``ServerLimits.session_idle_timeout``, the stdio client going away) ends none of its
+cells. Leaving :meth:`CodeModeMcpServer.serve_stdio` or ``serve_http`` with a store
+outside the process hands the running cells over (:mod:`.stateless_cells`), so the
+next server process resumes them. ``store=None`` keeps the store in memory: a library
+writes no file its caller did not ask for (``code-mode mcp serve`` defaults to a
+SQLite file, :func:`~.store.url.default_store`).
 
 Over HTTP the server is made to run as one of several behind a load balancer
 (``docs/deploy.md``): :mod:`.http_front` answers health and readiness checks and
@@ -24,7 +30,8 @@ without losing a finished result.
 
 Results are ``CallToolResult``s: all of the text in the first content item (header,
 then the program's text output), then images as ``ImageContent``; ``isError: true`` for
-``Script failed``; a running cell's ID also in ``_meta`` (``code-mode/cell``). No
+``Script failed``; a running cell's handle also in ``_meta`` (``code-mode/cell``), the
+session's in ``code-mode/session``. No
 ``outputSchema``, no ``structuredContent``: hosts that show the model one content item,
 or the structured content, then still show it everything
 (:func:`~code_mode.model_tools.adapters.mcp_call_tool_result`).
@@ -36,7 +43,7 @@ is in flight and on the session's stream otherwise.
 
 With ``push=True`` (``code-mode mcp serve --push``) the client need not poll with
 ``wait``: a program handed back as ``Script running`` that then finishes has its result
-kept as the resource ``code-mode://cells/<id>``, and a client subscribed to it (or to
+kept as the resource ``code-mode://cells/<handle>``, and a client subscribed to it (or to
 ``code-mode://cells``) is sent ``notifications/resources/updated``; it collects the
 result with ``resources/read`` or a ``wait`` (see :mod:`.pushed_results`).
 """
@@ -102,8 +109,9 @@ class CodeModeMcpServer:
     finish after ``Script running`` are kept as resources the client is notified of
     (and the tool descriptions tell the model it will be given them); for clients that
     subscribe, see :mod:`.pushed_results` (stateful revisions only). ``store``: where
-    the stateless revision's session and cell handles are registered (:mod:`.store`,
-    ``--store``; default: in this process).
+    session and cell handles, stored values, cells' output and journals live
+    (:mod:`.store`, ``--store``; default: in this process's memory, so nothing
+    survives it: pass an opened SQLite or Redis store for that).
     """
 
     def __init__(
@@ -175,7 +183,7 @@ class CodeModeMcpServer:
     @property
     def store(self) -> Store | None:
         """The store given as ``store=`` (:mod:`.store`), ``None`` for the default (in
-        this process): the registry of the stateless revision's handles."""
+        this process): the registry of session and cell handles."""
         return self._store
 
     @property

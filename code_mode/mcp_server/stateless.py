@@ -1,8 +1,14 @@
-"""Stateless MCP (revision 2026-07-28): sessions and cells named by handles, not connections.
+"""Sessions and cells named by handles, not connections: every ``exec`` and ``wait``.
 
-A request of the stateless revision carries no ``Mcp-Session-Id``: nothing ties it to
-an earlier one. So what spans calls travels in handles the server mints (SEP-2567),
-passed back as ordinary tool arguments:
+A request of the stateless revision (2026-07-28) carries no ``Mcp-Session-Id``, and
+most agent frameworks' clients of the stateful revisions open a new MCP session, or
+start a new server process, for each tool call: nothing ties a call to an earlier one.
+So what spans calls travels in handles the server mints (SEP-2567), passed back as
+ordinary tool arguments, in every revision and over stdio alike (one addressing
+model). A stateful MCP session adds one thing: it remembers its session handle (minted
+at its first ``exec``, or the first one passed to it) for the ``exec`` calls that pass
+none (``home`` in :meth:`StatelessCalls.call`), so a client keeping one session passes
+nothing. Its cells still belong to the session handle, not to it.
 
 * a **session handle**, minted at the first ``exec`` that has none: the session's
   stored values belong to it. Every result names it in a line ``Session: <handle>`` of
@@ -11,8 +17,9 @@ passed back as ordinary tool arguments:
   mcp_call_tool_result`), and in the result's ``_meta`` as ``code-mode/session`` for a
   client that reads it by program. There is no ``structuredContent``: some hosts show
   the model that instead of the text. ``exec`` takes the handle back as its optional
-  ``session`` argument (the ``exec`` description says so in one sentence, in this
-  revision only). An ``exec`` without it starts a new session.
+  ``session`` argument (the ``exec`` description says so in one sentence). An
+  ``exec`` without it uses the MCP session's remembered handle, or starts a new
+  session.
 * a **cell handle** in place of the session's own cell id: the model still reads
   ``Script running with cell ID <handle>`` and passes it to ``wait``, which needs no
   session: the cell handle alone is the capability to wait on or terminate that cell.
@@ -42,10 +49,10 @@ Redis: several servers; the default, in memory: this one):
   is spent; ``terminate: true`` is a store command that the running server's command
   loop carries out.
 
-Push (resource
-subscriptions) is stateful-only: this revision has no stream outside a request to
-send ``notifications/resources/updated`` on, so a stateless client collects a result
-with ``wait``.
+Push (resource subscriptions) is stateful-only: the stateless revision has no stream
+outside a request to send ``notifications/resources/updated`` on, so a stateless client
+collects a result with ``wait``; for a stateful MCP session the pump of a cell that
+ends keeps what a ``wait`` would return as its pushed result.
 """
 
 from __future__ import annotations

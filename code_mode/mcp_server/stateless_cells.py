@@ -117,6 +117,10 @@ class RunningCells:
         # A store in this process (memory://) ends with it: a draining server waits for
         # the ends it holds to be collected, as it does for stateful sessions.
         self._uncollected: dict[str, str] = {}  # handle -> its session
+        # With a shared store, cells handed over from here, and ends appended here, that
+        # no wait here has collected yet: a stateful MCP session waiting on one stays
+        # open while draining (its client collects the end here, from the store).
+        self._handed: dict[str, str] = {}  # handle -> its session
         self._collected = trio.Event()
         self._changes = trio.lowlevel.ParkingLot()  # what holds() answers changed
         self._prune_at = _PRUNE_AT  # uncollected ends past which expired ones are dropped
@@ -241,7 +245,7 @@ class RunningCells:
         """Whether a cell of the session handle ``session`` is pumped here, or its end
         waits in a local store to be collected (:class:`.sessions.Elsewhere`)."""
         pumped = any(entry.key == session for entry, _ in self._pumped.values())
-        return pumped or session in self._uncollected.values()
+        return pumped or session in (*self._uncollected.values(), *self._handed.values())
 
     async def wait_changed(self) -> None:
         await self._changes.park()
@@ -282,6 +286,7 @@ class RunningCells:
             await self._retrying(lambda: self._save(entry.key, values, runtime.stored_values))
             await self.end(handle, event)
             return
+        self._handed[handle] = entry.key  # (before the pop: no checkpoint between)
         self._pumped.pop(handle, None)
 
     async def end(self, handle: str, event: CellEvent) -> None:
@@ -303,11 +308,14 @@ class RunningCells:
             self._changes.unpark_all()
 
     async def _append_end(self, handle: str, event: CellEvent, session: str) -> None:
-        if self._local:  # (before any checkpoint: a drain sees the session at work)
-            self._uncollected[handle] = session
-            if len(self._uncollected) > self._prune_at:  # bounded by the store's TTL
-                await self._prune()
-                self._prune_at = max(_PRUNE_AT, 2 * len(self._uncollected))
+        # (Before any checkpoint: a drain sees the session at work.) A shared store
+        # outlives this server, so its ends keep no drain waiting; they are noted
+        # only so that a stateful MCP session waiting on one stays open meanwhile.
+        ends = self._uncollected if self._local else self._handed
+        ends[handle] = session
+        if len(ends) > self._prune_at:  # bounded by the store's TTL
+            await self._prune()
+            self._prune_at = max(_PRUNE_AT, 2 * len(self._uncollected), 2 * len(self._handed))
         await self._append(handle, encode_end(event), final=True)
         await self._retrying(lambda: self._store.finish_cell(handle))
 
@@ -336,8 +344,11 @@ class RunningCells:
 
     def collected(self, handle: str) -> None:
         """A ``wait`` handed out the cell's end."""
+        handed = self._handed.pop(handle, None)
         if self._uncollected.pop(handle, None) is not None:
             self._collected.set()
+            self._changes.unpark_all()
+        elif handed is not None:
             self._changes.unpark_all()
 
     async def settle(self) -> None:
@@ -352,11 +363,13 @@ class RunningCells:
                 self._collected = trio.Event()
 
     async def _prune(self) -> None:
-        """Forget the uncollected ends whose cell expired from the store."""
-        for handle in list(self._uncollected):
-            if await self._store.cell(handle) is None:
-                self._uncollected.pop(handle, None)
-                self._changes.unpark_all()
+        """Forget the uncollected ends (and cells handed over) whose cell expired from
+        the store, or was collected on another server."""
+        for ends in (self._uncollected, self._handed):
+            for handle in list(ends):
+                if await self._store.cell(handle) is None:
+                    ends.pop(handle, None)
+                    self._changes.unpark_all()
 
     # -- the server in the registry ------------------------------------------------------
 

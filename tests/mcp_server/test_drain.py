@@ -163,7 +163,10 @@ async def test_past_the_deadline_programs_are_terminated_with_a_clear_result() -
 
 
 async def test_sigterm_drains_then_exits_0() -> None:
-    command, args, env = serve_command("--http", "127.0.0.1:0", "--drain-deadline", "30")
+    # In memory: the programs finish here (a store outside the process hands them over).
+    command, args, env = serve_command(
+        "--http", "127.0.0.1:0", "--drain-deadline", "30", "--store", "memory://"
+    )
     args = ["-m", "code_mode", *args[2:]]  # `python -m code_mode`: the command itself
     with trio.fail_after(SAFETY):
         async with trio.open_nursery() as nursery:
