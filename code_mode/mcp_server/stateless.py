@@ -254,14 +254,14 @@ class StatelessCalls:
         async with pool.use(home) as entry:
             entry.stateful = True
             given = arguments.get(SESSION_ARGUMENT)
-            if given is None:
-                remembered = entry.handle
-                if remembered is None or not await self._store.touch_session(remembered):
+            if given is None:  # the remembered one (no store operation more than a pass)
+                if entry.handle is None:
                     entry.handle = await self._store.new_session()
-                given = entry.handle
-            elif entry.handle is None and await self._known_session(given):
+                    return await self._exec(ctx, pool, arguments, entry, fresh=entry.handle)
+                return await self._exec(ctx, pool, arguments, entry, remembered=entry.handle)
+            if entry.handle is None and await self._known_session(given):
                 entry.handle = given  # a new MCP session passing an earlier one's handle
-            return await self._exec(ctx, pool, {**arguments, SESSION_ARGUMENT: given}, entry)
+            return await self._exec(ctx, pool, arguments, entry)
 
     async def _known_session(self, given: object) -> bool:
         return (
@@ -274,15 +274,29 @@ class StatelessCalls:
         pool: SessionPool,
         arguments: dict[str, Any],
         home: SessionEntry | None = None,
+        *,
+        fresh: str | None = None,
+        remembered: str | None = None,
     ) -> tuple[str | None, list[OutputItem]]:
-        given = arguments.get(SESSION_ARGUMENT)
-        if given is None:
+        """An ``exec`` with the session ``arguments`` name (none: a new one). For a
+        stateful MCP session (``home``): ``fresh``, the handle it just minted, or
+        ``remembered``, the one it uses when the call names none (one that expired
+        from the store meanwhile is replaced by a new one, not refused)."""
+        given = arguments.get(SESSION_ARGUMENT)  # (null: not given)
+        given = remembered if given is None else given
+        values: dict[str, str] | None
+        if fresh is not None:
+            key, values = fresh, {}
+        elif given is None:
             key = await self._store.new_session()
-            values: dict[str, str] | None = {}
+            values = {}
         else:
             valid = isinstance(given, str) and is_handle(given)
             key = given if isinstance(given, str) else ""
             values = await self._store.load_values(key) if valid else None
+        if values is None and home is not None and remembered is not None:
+            home.handle = key = await self._store.new_session()
+            values = {}
         if values is None:
             shown = str(given)[:SHOWN_CHARACTERS]
             text = missing_session_text(shown, expires_after=self._expires_after)
