@@ -68,7 +68,7 @@ from starlette.types import ASGIApp
 from .._config import RuntimeConfig
 from .._facade import CodeModeSession, Toolset
 from ..integrations.routing import NestedTool
-from ..model_tools.adapters import EXEC_TOOL_NAME, WAIT_TOOL_NAME, mcp_text
+from ..model_tools.adapters import EXEC_TOOL_NAME, WAIT_TOOL_NAME
 from ..model_tools.descriptions import NamespaceDescription
 from .any_loop import AnyLoopApp
 from .client_timeouts import DEFAULT_MCP_MAX_YIELD_TIME_MS
@@ -78,7 +78,13 @@ from .protocol_versions import advertise_served_versions
 from .pushed_results import PushedResults, cell_of_uri
 from .refusals import DRAINING, deadline_text, terminated_text
 from .sessions import Refused, SessionEntry, SessionPool, open_session_pool, session_key
-from .stateless import StatelessCalls, is_stateless, server_name, stateless_listing
+from .stateless import (
+    StatelessCalls,
+    failed_result,
+    is_stateless,
+    server_name,
+    stateless_listing,
+)
 from .store import MemoryStore, Store
 
 __all__ = ["MCP_HTTP_PATH", "CodeModeMcpServer"]
@@ -343,7 +349,7 @@ class CodeModeMcpServer:
         try:
             key = session_key(ctx)
         except Refused as refusal:
-            return _failed(str(refusal))
+            return failed_result(str(refusal))
         # One addressing model: a stateful MCP session is served as a stateless call
         # whose session handle the MCP session remembers (its ``home``).
         result = await self._stateless.call(
@@ -352,8 +358,8 @@ class CodeModeMcpServer:
         pool = ctx.lifespan_context
         first = result.content[0] if result.content else None
         if self._past_deadline and pool.closed_reason(key) and isinstance(first, types.TextContent):
-            # Said after the output, in the one text item (mcp_text's joining).
-            said = mcp_text([{"type": "text", "text": first.text}, {"type": "text", "text": ""}])
+            # Said after the output, on a line of its own in the one text item.
+            said = first.text if first.text.endswith("\n") else first.text + "\n"
             first.text = said + terminated_text(self._limits.drain_deadline)
         return result
 
@@ -400,10 +406,6 @@ class CodeModeMcpServer:
         if results is not None:
             results.unsubscribe(params.uri)
         return types.EmptyResult()
-
-
-def _failed(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
 def _version() -> str:

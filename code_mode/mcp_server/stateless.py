@@ -103,6 +103,7 @@ __all__ = [
     "SESSION_ARGUMENT",
     "SESSION_SENTENCE",
     "StatelessCalls",
+    "failed_result",
     "is_stateless",
     "server_name",
     "stateless_listing",
@@ -229,9 +230,9 @@ class StatelessCalls:
                     listener, lambda: self._wait(pool, listener, arguments, home)
                 )
         except Refused as refusal:
-            return _failed(str(refusal))
+            return failed_result(str(refusal))
         except StoreError as error:
-            return _failed(f"code mode could not reach its store: {error}")
+            return failed_result(f"code mode could not reach its store: {error}")
         if key is not None:
             items = [_with_session(items[0], key), *items[1:]]
         result = mcp_call_tool_result(items, is_error=is_error_result(items), session=key)
@@ -548,5 +549,6 @@ async def _reporting(
     return await with_progress(beat, call)
 
 
-def _failed(text: str) -> types.CallToolResult:
+def failed_result(text: str) -> types.CallToolResult:
+    """A failed ``CallToolResult`` of one text: a call refused before reaching a cell."""
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
