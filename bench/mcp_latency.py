@@ -5,6 +5,7 @@ another.
     python -m bench.mcp_latency                              # this checkout
     python -m bench.mcp_latency --checkout /tmp/before --checkout .   # before and after
     python -m bench.mcp_latency --rounds 3 --calls 200 --warmup 20
+    python -m bench.mcp_latency --transport stdio --store memory://   # a store of choice
 
 What one sample is: the client's ``call_tool("exec", {"code": 'text("ok")'})`` from
 the call to its result, on a session already warm (``--warmup`` calls first, not
@@ -22,7 +23,9 @@ The order of the checkouts alternates from round to round, so drift of the machi
 both. Over HTTP the client connects in ``mode="legacy"`` (the initialize handshake):
 before issue 27 the server advertised a revision it then refused to clients in "auto"
 mode; over stdio the client keeps its default mode. The negotiated protocol version is
-reported.
+reported. ``--store URL`` is given to every server (without it, the server's default:
+a SQLite file under a fresh ``$XDG_STATE_HOME`` per measurement, so no run sees
+another's state).
 """
 
 from __future__ import annotations
@@ -100,20 +103,26 @@ async def _calls(client: Any, calls: int, warmup: int) -> dict[str, Any]:
     return {"samples": samples, "server_cpu_per_call": server_cpu / calls}
 
 
-async def _measure(transport: str, checkout: Path, calls: int, warmup: int) -> dict[str, Any]:
+async def _measure(
+    transport: str, checkout: Path, calls: int, warmup: int, store: str | None
+) -> dict[str, Any]:
+    import tempfile
+
     from mcp import Client, StdioServerParameters
 
     env = _server_env(checkout)
+    env["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="code-mode-bench-")
+    stored = ("--store", store) if store else ()
     if transport == "stdio":
         parameters = StdioServerParameters(
-            command=sys.executable, args=_serve_args(), env=env, cwd=str(checkout)
+            command=sys.executable, args=_serve_args(*stored), env=env, cwd=str(checkout)
         )
         async with Client(parameters) as client:
             measured = await _calls(client, calls, warmup)
             measured["protocol"] = client.protocol_version
         return measured
     port = _free_port()
-    command = [sys.executable, *_serve_args("--http", f"127.0.0.1:{port}")]
+    command = [sys.executable, *_serve_args("--http", f"127.0.0.1:{port}", *stored)]
     server = subprocess.Popen(  # noqa: ASYNC220 - the child's one server, started once
         command, cwd=checkout, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -128,7 +137,9 @@ async def _measure(transport: str, checkout: Path, calls: int, warmup: int) -> d
     return measured
 
 
-def child(transport: str, checkout: Path, calls: int, warmup: int) -> dict[str, Any]:
+def child(
+    transport: str, checkout: Path, calls: int, warmup: int, store: str | None = None
+) -> dict[str, Any]:
     """One measurement (in the child): the samples, the protocol version and which
     ``code_mode`` the server imports."""
     import anyio
@@ -141,7 +152,7 @@ def child(transport: str, checkout: Path, calls: int, warmup: int) -> dict[str, 
         text=True,
         check=True,
     ).stdout.strip()
-    result = anyio.run(_measure, transport, checkout, calls, warmup)
+    result = anyio.run(_measure, transport, checkout, calls, warmup, store)
     result["code_mode"] = where
     return result
 
@@ -153,22 +164,35 @@ def _summary(samples: Sequence[float]) -> dict[str, float]:
     }
 
 
-def run(checkouts: Sequence[Path], rounds: int, calls: int, warmup: int) -> dict[str, Any]:
+def run(
+    checkouts: Sequence[Path],
+    rounds: int,
+    calls: int,
+    warmup: int,
+    transports: Sequence[str] = TRANSPORTS,
+    store: str | None = None,
+) -> dict[str, Any]:
     """Every round: each checkout (alternating order), each transport, in a child."""
-    results: dict[str, Any] = {"machine": machine(), "calls": calls, "warmup": warmup}
+    results: dict[str, Any] = {
+        "machine": machine(),
+        "calls": calls,
+        "warmup": warmup,
+        "store": store or "the server's default",
+    }
     per: dict[str, dict[str, list[dict[str, Any]]]] = {
-        str(checkout): {transport: [] for transport in TRANSPORTS} for checkout in checkouts
+        str(checkout): {transport: [] for transport in transports} for checkout in checkouts
     }
     for index in range(rounds):
         order = list(checkouts) if index % 2 == 0 else list(reversed(checkouts))
         for checkout in order:
-            for transport in TRANSPORTS:
+            for transport in transports:
                 spec = json.dumps(
                     {
                         "transport": transport,
                         "checkout": str(checkout),
                         "calls": calls,
                         "warmup": warmup,
+                        "store": store,
                     }
                 )
                 measured = run_child(
@@ -218,14 +242,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--out", type=Path, help="also write the results as JSON here")
+    parser.add_argument("--transport", choices=TRANSPORTS, action="append", help="default: both")
+    parser.add_argument("--store", help="the servers' --store (default: theirs)")
     args = parser.parse_args(argv)
     if args.child:
         spec = json.loads(args.child)
-        result = child(spec["transport"], Path(spec["checkout"]), spec["calls"], spec["warmup"])
+        result = child(
+            spec["transport"],
+            Path(spec["checkout"]),
+            spec["calls"],
+            spec["warmup"],
+            spec.get("store"),
+        )
         print(json.dumps(result))
         return 0
     checkouts = [path.resolve() for path in (args.checkout or [ROOT])]
-    results = run(checkouts, args.rounds, args.calls, args.warmup)
+    transports = args.transport or TRANSPORTS
+    results = run(checkouts, args.rounds, args.calls, args.warmup, transports, args.store)
     print(json.dumps(results["machine"]))
     print(_table(results))
     if args.out is not None:

@@ -1,9 +1,11 @@
-"""Shared fixtures: every test checks that it leaves no thread or isolate behind."""
+"""Shared fixtures: every test checks that it leaves no thread or isolate behind, and
+has a state folder of its own (where ``code-mode mcp serve`` keeps its default store)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +29,15 @@ def no_leaked_isolates() -> Iterator[None]:
     before = live_isolate_count()
     yield
     assert live_isolate_count() == before, "a test leaked a V8 isolate"
+
+
+@pytest.fixture(autouse=True)
+def state_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh ``$XDG_STATE_HOME`` for each test: ``code-mode mcp serve`` keeps its
+    default store (a SQLite file) there, and no test may see another's, or the user's."""
+    state = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    return state
 
 
 @pytest.fixture(params=["process", "thread"])

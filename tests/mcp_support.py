@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -39,13 +40,16 @@ def node_command(name: str) -> str:
 
 
 def serve_command(
-    *extra: str, executable: str | None = None
+    *extra: str, executable: str | None = None, state: Path | None = None
 ) -> tuple[str, list[str], dict[str, str]]:
     """``code-mode mcp serve`` serving :data:`TOOLS`, as (command, args, env): run by
     this Python, or by ``executable``, the ``code-mode`` command of another environment
-    (a client's environment may lack the server's dependencies)."""
+    (a client's environment may lack the server's dependencies). Its default store is a
+    SQLite file under ``$XDG_STATE_HOME``: ``state`` (servers given the same one share
+    it), else a new folder, so that no test sees another's state."""
     args = ["mcp", "serve", "--tools", f"{__name__}:TOOLS", *extra]
-    env = {"PYTHONPATH": str(ROOT)}
+    folder = state if state is not None else Path(tempfile.mkdtemp(prefix="code-mode-state-"))
+    env = {"PYTHONPATH": str(ROOT), "XDG_STATE_HOME": str(folder)}
     if executable is not None:
         return executable, args, env
     return sys.executable, ["-m", "code_mode.cli", *args], env

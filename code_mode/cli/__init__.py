@@ -102,9 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--store",
         metavar="URL",
-        help="where state outside the server lives: memory:// (default), "
-        "sqlite:///path/to/file.db (shared by the servers of one machine), "
-        "redis://[:password@]host:port/db or rediss:// (TLS); see docs/deploy.md",
+        help="where sessions, cells and stored values live, so that a server started "
+        "anew (or per call) resumes them: sqlite:///path/to/file.db (shared by the "
+        "servers of one machine; default: $XDG_STATE_HOME/code-mode/store.db, else "
+        "~/.local/state/code-mode/store.db), memory:// (nothing on disk: lost when "
+        "this process exits), redis://[:password@]host:port/db or rediss:// (TLS; "
+        "servers on many machines); see docs/deploy.md",
     )
     # The limits of one server process (ServerLimits; docs/deploy.md). Their defaults
     # live there (this module must not import the MCP extra); the help repeats them.

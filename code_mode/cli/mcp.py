@@ -19,7 +19,14 @@ import trio
 from ..integrations.mcp import connect_mcp_servers, load_mcp_config
 from ..integrations.routing import NestedTool
 from ..mcp_server import DEFAULT_MCP_MAX_YIELD_TIME_MS, CodeModeMcpServer, ServerLimits
-from ..mcp_server.store import Store, StoreConfig, StoreError, open_store, parse_store_url
+from ..mcp_server.store import (
+    Store,
+    StoreConfig,
+    StoreError,
+    default_store,
+    open_store,
+    parse_store_url,
+)
 from .config_options import runtime_config
 from .exit_status import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, is_interrupt
 from .startup_errors import describe, startup_error
@@ -140,9 +147,10 @@ def serve_main(args: argparse.Namespace) -> int:
     """``code-mode mcp serve``: ``args.tools`` (``pkg.module:attribute`` strings),
     ``args.mcp_config`` (a path or ``None``), ``args.http`` (``HOST:PORT`` or ``None``
     for stdio), ``args.push`` (serve pushed results: see :class:`CodeModeMcpServer`),
-    the limits (:func:`server_limits`), ``args.store`` (a store URL or ``None``:
-    ``memory://``; a bad one, or a SQLite file that cannot be used, exits 2 with
-    ``code-mode: --store: <why>``). Returns the
+    the limits (:func:`server_limits`), ``args.store`` (a store URL or ``None``: the
+    SQLite file at :func:`~code_mode.mcp_server.store.url.default_sqlite_path`, so that
+    a server started anew per call, or killed, loses no cell; a bad one, or a SQLite
+    file that cannot be used, exits 2 with ``code-mode: --store: <why>``). Returns the
     exit status; errors go to stderr, never stdout (stdout is the MCP stream in stdio mode)."""
     try:
         tools = [tool for spec in args.tools or [] for tool in load_tools(spec)]
@@ -150,7 +158,8 @@ def serve_main(args: argparse.Namespace) -> int:
             parse_http_address(args.http)
         limits = server_limits(args)
         runtime_config(args)  # a bad value is found before anything starts
-        store = parse_store_url(getattr(args, "store", None) or "memory://")
+        given = getattr(args, "store", None)
+        store = parse_store_url(given) if given else default_store()
         if trio.run(_serve, args, tools, limits, store):
             return EXIT_INTERRUPTED
     except StoreError as error:  # before the rest: a bad URL is a ValueError too

@@ -30,7 +30,7 @@ from .._facade import CellFinished
 from .._types import OutputItem
 from ..model_tools.adapters import mcp_content, mcp_text
 
-__all__ = ["CELLS_URI", "RESOURCE_NOT_FOUND", "PushedResults", "cell_uri"]
+__all__ = ["CELLS_URI", "RESOURCE_NOT_FOUND", "PushedResults", "cell_of_uri", "cell_uri"]
 
 CELLS_URI = "code-mode://cells"
 """Subscribe here to hear of every pushed result of the session; each one is the
@@ -45,7 +45,8 @@ def cell_uri(cell_id: str) -> str:
     return f"{CELLS_URI}/{cell_id}"
 
 
-def _cell_id(uri: str) -> str | None:
+def cell_of_uri(uri: str) -> str | None:
+    """The cell a resource URI names (:func:`cell_uri`), ``None`` for another URI."""
     prefix = CELLS_URI + "/"
     if uri.startswith(prefix) and len(uri) > len(prefix) and "/" not in uri[len(prefix) :]:
         return uri[len(prefix) :]
@@ -95,7 +96,7 @@ class PushedResults:
         return items
 
     def subscribe(self, uri: str, session: ServerSession) -> None:
-        if uri != CELLS_URI and _cell_id(uri) is None:
+        if uri != CELLS_URI and cell_of_uri(uri) is None:
             raise MCPError(
                 code=RESOURCE_NOT_FOUND,
                 message=f"no such resource: {uri} (subscribe to {CELLS_URI} or {cell_uri('<id>')})",
@@ -120,7 +121,7 @@ class PushedResults:
 
     def read(self, uri: str) -> types.ReadResourceResult:
         """Collect the result at ``uri``: its items as resource contents."""
-        cell_id = _cell_id(uri)
+        cell_id = cell_of_uri(uri)
         items = self.take(cell_id) if cell_id is not None else None
         if items is None:
             raise MCPError(

@@ -6,15 +6,21 @@
     await server.serve_stdio()                          # or
     await server.serve_http("127.0.0.1", 8000)          # streamable HTTP at /mcp
 
-Each MCP session gets its own :class:`~code_mode.CodeModeSession` (cells, stored
-values), opened on its first ``exec``/``wait`` and closed, with every cell still
-running, when the session ends: the client deletes it (HTTP ``DELETE``), it stays idle
-past ``ServerLimits.session_idle_timeout``, the stdio client goes away, the server
-drains, or the server stops. Over stdio there is one session (the client at the other
-end of the pipe); over HTTP, for the stateful revisions, the session is the
-transport's (``Mcp-Session-Id``); for the stateless one (``2026-07-28``, which the
-SDKs' clients pick by default) it is named by a handle the server mints and the
-client passes back, and cells by handles too (:mod:`.stateless`).
+One addressing model, in every revision and transport (:mod:`.stateless`): a code
+mode session and a running cell are named by unguessable handles registered in the
+server's store, which every result names (``Session: <handle>``, ``Script running
+with cell ID <handle>``) and ``exec``/``wait`` take back from any MCP session,
+connection or server process sharing the store. Most agent frameworks' clients open
+a new MCP session per tool call (LangChain's even a new server process), so nothing a
+model needs between calls may hang on a connection. A stateful MCP session (stdio;
+HTTP with ``Mcp-Session-Id``) only remembers its session handle, minted at its first
+``exec``, for the ``exec`` calls that pass none; its end (HTTP ``DELETE``, idle past
+``ServerLimits.session_idle_timeout``, the stdio client going away) ends none of its
+cells. Leaving :meth:`CodeModeMcpServer.serve_stdio` or ``serve_http`` with a store
+outside the process hands the running cells over (:mod:`.stateless_cells`), so the
+next server process resumes them. ``store=None`` keeps the store in memory: a library
+writes no file its caller did not ask for (``code-mode mcp serve`` defaults to a
+SQLite file, :func:`~.store.url.default_store`).
 
 Over HTTP the server is made to run as one of several behind a load balancer
 (``docs/deploy.md``): :mod:`.http_front` answers health and readiness checks and
@@ -24,7 +30,8 @@ without losing a finished result.
 
 Results are ``CallToolResult``s: all of the text in the first content item (header,
 then the program's text output), then images as ``ImageContent``; ``isError: true`` for
-``Script failed``; a running cell's ID also in ``_meta`` (``code-mode/cell``). No
+``Script failed``; a running cell's handle also in ``_meta`` (``code-mode/cell``), the
+session's in ``code-mode/session``. No
 ``outputSchema``, no ``structuredContent``: hosts that show the model one content item,
 or the structured content, then still show it everything
 (:func:`~code_mode.model_tools.adapters.mcp_call_tool_result`).
@@ -36,7 +43,7 @@ is in flight and on the session's stream otherwise.
 
 With ``push=True`` (``code-mode mcp serve --push``) the client need not poll with
 ``wait``: a program handed back as ``Script running`` that then finishes has its result
-kept as the resource ``code-mode://cells/<id>``, and a client subscribed to it (or to
+kept as the resource ``code-mode://cells/<handle>``, and a client subscribed to it (or to
 ``code-mode://cells``) is sent ``notifications/resources/updated``; it collects the
 result with ``resources/read`` or a ``wait`` (see :mod:`.pushed_results`).
 """
@@ -60,20 +67,24 @@ from starlette.types import ASGIApp
 
 from .._config import RuntimeConfig
 from .._facade import CodeModeSession, Toolset
-from .._types import Text
 from ..integrations.routing import NestedTool
-from ..model_tools.adapters import EXEC_TOOL_NAME, WAIT_TOOL_NAME, mcp_call_tool_result
+from ..model_tools.adapters import EXEC_TOOL_NAME, WAIT_TOOL_NAME
 from ..model_tools.descriptions import NamespaceDescription
-from ..model_tools.formatting import is_error_result
 from .any_loop import AnyLoopApp
 from .client_timeouts import DEFAULT_MCP_MAX_YIELD_TIME_MS
 from .http_front import HttpFront
 from .limits import ServerLimits
 from .protocol_versions import advertise_served_versions
-from .pushed_results import PushedResults
-from .refusals import DRAINING, NO_NEW_PROGRAMS, deadline_text, terminated_text
-from .sessions import Refused, SessionEntry, SessionPool, open_session_pool, serve_call, session_key
-from .stateless import StatelessCalls, is_stateless, server_name, stateless_listing
+from .pushed_results import PushedResults, cell_of_uri
+from .refusals import DRAINING, deadline_text, terminated_text
+from .sessions import Refused, SessionEntry, SessionPool, open_session_pool, session_key
+from .stateless import (
+    StatelessCalls,
+    failed_result,
+    is_stateless,
+    server_name,
+    stateless_listing,
+)
 from .store import MemoryStore, Store
 
 __all__ = ["MCP_HTTP_PATH", "CodeModeMcpServer"]
@@ -104,8 +115,9 @@ class CodeModeMcpServer:
     finish after ``Script running`` are kept as resources the client is notified of
     (and the tool descriptions tell the model it will be given them); for clients that
     subscribe, see :mod:`.pushed_results` (stateful revisions only). ``store``: where
-    the stateless revision's session and cell handles are registered (:mod:`.store`,
-    ``--store``; default: in this process).
+    session and cell handles, stored values, cells' output and journals live
+    (:mod:`.store`, ``--store``; default: in this process's memory, so nothing
+    survives it: pass an opened SQLite or Redis store for that).
     """
 
     def __init__(
@@ -137,6 +149,7 @@ class CodeModeMcpServer:
             max_yield_time_ms,
             local=store is None or isinstance(store, MemoryStore),
             expires_after=idle_timeout,
+            push=push,
         )
         self._session_options: dict[str, Any] = {
             "config": config,
@@ -144,9 +157,10 @@ class CodeModeMcpServer:
             "wait_idle_floor_ms": wait_idle_floor_ms,
         }
         self._push = push
-        self._listing = [
-            types.Tool.model_validate(tool) for tool in self._toolset.mcp_tools(push=push)
-        ]
+        # Every revision's exec takes a session handle (one addressing model).
+        self._listing = stateless_listing(
+            [types.Tool.model_validate(tool) for tool in self._toolset.mcp_tools(push=push)]
+        )
         # Push is stateful-only (:mod:`.stateless`): the stateless listing never offers it.
         self._stateless_listing = stateless_listing(
             [types.Tool.model_validate(tool) for tool in self._toolset.mcp_tools()]
@@ -175,7 +189,7 @@ class CodeModeMcpServer:
     @property
     def store(self) -> Store | None:
         """The store given as ``store=`` (:mod:`.store`), ``None`` for the default (in
-        this process): the registry of the stateless revision's handles."""
+        this process): the registry of session and cell handles."""
         return self._store
 
     @property
@@ -295,22 +309,26 @@ class CodeModeMcpServer:
             open_session_pool(self._open_session, self._limits, draining=self._draining) as pool,
         ):
             self._pool = pool
+            pool.elsewhere = cells
             cells.serve(pool)  # where cells taken over from a stopped server run
             try:
                 yield pool
             finally:
+                # Leaving (stdio's client went away, the server stops): with a store
+                # outside the process, the cells still running are handed over, so the
+                # next server resumes them; in memory nothing would be left to resume.
+                grace = self._limits.handover_grace
+                with trio.CancelScope(shield=True), trio.move_on_after(grace + _RESPONSE_GRACE):
+                    await cells.hand_over(grace)
                 cells.serve(None)
                 self._pool = None
 
     def _open_session(self, entry: SessionEntry) -> CodeModeSession:
+        # Results are pushed by the cells' pumps, from the store (:mod:`.stateless`),
+        # not by the session: every cell handed back running is pumped.
         if self._push:
             entry.results = PushedResults()
-        return CodeModeSession(
-            self._toolset,
-            on_notify=entry.notify,
-            on_finished=entry.results.on_finished if entry.results is not None else None,
-            **self._session_options,
-        )
+        return CodeModeSession(self._toolset, on_notify=entry.notify, **self._session_options)
 
     async def _list_tools(
         self, ctx: ServerRequestContext[SessionPool], params: types.PaginatedRequestParams | None
@@ -330,18 +348,20 @@ class CodeModeMcpServer:
             )
         try:
             key = session_key(ctx)
-            if self._draining and params.name == EXEC_TOOL_NAME:
-                raise Refused(NO_NEW_PROGRAMS)
-            async with ctx.lifespan_context.use(key) as entry:
-                items = await serve_call(entry, ctx, params.name, arguments)
-                if entry.closed_reason is not None and self._past_deadline:
-                    items = [*items, Text(terminated_text(self._limits.drain_deadline))]
         except Refused as refusal:
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=str(refusal))], is_error=True
-            )
-        result = mcp_call_tool_result(items, is_error=is_error_result(items))
-        return types.CallToolResult.model_validate(result)
+            return failed_result(str(refusal))
+        # One addressing model: a stateful MCP session is served as a stateless call
+        # whose session handle the MCP session remembers (its ``home``).
+        result = await self._stateless.call(
+            ctx, params.name, dict(arguments), draining=self._draining, home=key
+        )
+        pool = ctx.lifespan_context
+        first = result.content[0] if result.content else None
+        if self._past_deadline and pool.closed_reason(key) and isinstance(first, types.TextContent):
+            # Said after the output, on a line of its own in the one text item.
+            said = first.text if first.text.endswith("\n") else first.text + "\n"
+            first.text = said + terminated_text(self._limits.drain_deadline)
+        return result
 
     # -- push: pushed results as resources --------------------------------------------
 
@@ -361,13 +381,18 @@ class CodeModeMcpServer:
     async def _read_resource(
         self, ctx: ServerRequestContext[SessionPool], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        return (self._results(ctx) or PushedResults()).read(params.uri)
+        result = (self._results(ctx) or PushedResults()).read(params.uri)
+        cell = cell_of_uri(str(params.uri))
+        if cell is not None:  # collected: its handle is spent, as after a wait
+            await self._stateless.collected(cell)
+        return result
 
     async def _subscribe(
         self, ctx: ServerRequestContext[SessionPool], params: types.SubscribeRequestParams
     ) -> types.EmptyResult:
         try:  # subscribing comes first, so it opens the session
             async with ctx.lifespan_context.use(session_key(ctx)) as entry:
+                entry.stateful = True
                 assert entry.results is not None
                 entry.results.subscribe(params.uri, ctx.session)
         except Refused as refusal:

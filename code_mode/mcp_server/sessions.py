@@ -17,7 +17,7 @@ import math
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import attrs
 import mcp.types as types
@@ -83,6 +83,11 @@ class SessionEntry:
         self.by_cell: dict[str, Listener] = {}
         self.standalone: ServerSession | None = None
         self.results: PushedResults | None = None  # with push: results to collect
+        # The session handle (:mod:`.stateless`) whose stored values this session's
+        # exec calls use when they name none: minted at a stateful session's first exec.
+        self.handle: str | None = None
+        self.stateful = False  # an MCP session's own: open between calls, until it ends
+        self.counted = True  # against ServerLimits.max_sessions (SessionPool.use)
 
     async def notify(self, note: Notification) -> None:
         listener = self.by_cell.get(str(note.cell_id)) or self.by_call.get(note.call_id)
@@ -100,6 +105,21 @@ class SessionEntry:
         )
         related = listener.request_id if listener is not None else None
         await target.send_notification(notification, related_request_id=related)
+
+
+class Elsewhere(Protocol):
+    """What a session handle has at work outside the code mode session of the MCP
+    session that remembers it (:mod:`.stateless_cells`: its cells run in the session
+    handle's own code mode session, and their ends wait in the store)."""
+
+    def holds(self, session: str) -> bool:
+        """Whether a cell of ``session`` runs here, or its end waits to be collected
+        from a store in this process."""
+        ...
+
+    async def wait_changed(self) -> None:
+        """Return at the next change of what :meth:`holds` answers."""
+        ...
 
 
 class SessionPool:
@@ -121,9 +141,13 @@ class SessionPool:
         self._lock = trio.Lock()
         self.draining = False
         """No session is opened any more (the server drains)."""
+        self.elsewhere: Elsewhere | None = None
+        """What a stateful MCP session's handle has at work: it keeps the MCP session
+        live, as its own cells did (a drain closes it once that is done)."""
 
     def __len__(self) -> int:
-        return len(self._entries)
+        """The sessions counted against ``max_sessions`` (see :meth:`use`)."""
+        return sum(entry.counted for entry in self._entries.values())
 
     # -- what the HTTP front asks (:class:`.http_front.SessionDoor`) -------------------
 
@@ -131,7 +155,7 @@ class SessionPool:
         """Why no new session is taken now (draining, full), or ``None``."""
         if self.draining:
             return DRAINING
-        if len(self._entries) >= self._max_sessions:
+        if len(self) >= self._max_sessions:
             return full_text(self._max_sessions)
         return None
 
@@ -160,19 +184,31 @@ class SessionPool:
         if entry is None or entry.session is None:
             return False
         pushed = entry.results is not None and entry.results.uncollected > 0
-        return entry.busy > 0 or entry.session.runtime.pending_results > 0 or pushed
+        return (
+            entry.busy > 0
+            or entry.session.runtime.pending_results > 0
+            or pushed
+            or self._held(entry)
+        )
+
+    def _held(self, entry: SessionEntry) -> bool:
+        elsewhere = self.elsewhere
+        return entry.handle is not None and elsewhere is not None and elsewhere.holds(entry.handle)
 
     @asynccontextmanager
-    async def use(self, key: str) -> AsyncIterator[SessionEntry]:
-        """The session of ``key`` (opened if needed), kept from expiring meanwhile."""
+    async def use(self, key: str, *, counted: bool = True) -> AsyncIterator[SessionEntry]:
+        """The session of ``key`` (opened if needed), kept from expiring meanwhile.
+        ``counted=False``: a session opened for a stateful MCP session's handle, which
+        that MCP session already counts against ``max_sessions``."""
         async with self._lock:  # one opening at a time: no two sessions for one key
             entry = self._entries.get(key)
             if entry is None:
                 if self.draining:
                     raise Refused(DRAINING)
-                if len(self._entries) >= self._max_sessions:
+                if counted and len(self) >= self._max_sessions:
                     raise Refused(full_text(self._max_sessions))
                 entry = SessionEntry(key, self._exec_retry_window)
+                entry.counted = counted
                 await self._nursery.start(self._run, entry)
                 self._entries[key] = entry
             entry.busy += 1
@@ -208,7 +244,8 @@ class SessionPool:
         while an ``exec`` runs or a cell of it is pumped (:mod:`.stateless`), so that
         ``max_sessions`` counts the sessions at work, not every handle ever used."""
         entry = self._entries.get(key)
-        if entry is not None and entry.busy == 0:
+        # (An exec its client abandoned keeps it for a retry: then the idle timeout.)
+        if entry is not None and entry.busy == 0 and not entry.stateful and not entry.execs:
             self.close(key)
 
     def close_all(self, reason: str | None = None) -> None:
@@ -235,6 +272,8 @@ class SessionPool:
                 await session.runtime.wait_no_cells()
             elif results is not None and results.uncollected:
                 await results.wait_collected()
+            elif self.elsewhere is not None and self._held(entry):
+                await self.elsewhere.wait_changed()
             else:
                 break
         if self._entries.get(entry.key) is entry:
@@ -325,33 +364,21 @@ async def _serve_routed(
 ) -> list[Any]:
     session = entry.session
     assert session is not None and entry.calls is not None
-    if name == EXEC_TOOL_NAME:
+    assert name == EXEC_TOOL_NAME  # a wait reads the store (:mod:`.stateless`)
 
-        def route(call_id: str) -> Callable[[], None]:
-            entry.by_call[call_id] = listener
+    def route(call_id: str) -> Callable[[], None]:
+        entry.by_call[call_id] = listener
 
-            def unroute() -> None:
-                if entry.by_call.get(call_id) is listener:
-                    del entry.by_call[call_id]
+        def unroute() -> None:
+            if entry.by_call.get(call_id) is listener:
+                del entry.by_call[call_id]
 
-            return unroute
+        return unroute
 
-        async def call(call_id: str) -> list[Any]:
-            return await session.handle_call(name, arguments, call_id=call_id)
+    async def call(call_id: str) -> list[Any]:
+        return await session.handle_call(name, arguments, call_id=call_id)
 
-        return await entry.execs.serve(entry.calls, exec_key(arguments), route, call)
-    cell = arguments.get("cell_id")
-    cell_key = str(cell) if isinstance(cell, str | int) else None
-    pushed = entry.results.take(cell_key) if entry.results and cell_key is not None else None
-    if pushed is not None:  # finished and pushed: this wait collects it
-        return pushed
-    if cell_key is not None:
-        entry.by_cell[cell_key] = listener
-    try:
-        return await session.handle_call(name, arguments)
-    finally:
-        if cell_key is not None and entry.by_cell.get(cell_key) is listener:
-            del entry.by_cell[cell_key]
+    return await entry.execs.serve(entry.calls, exec_key(arguments), route, call)
 
 
 def session_key(ctx: ServerRequestContext[SessionPool]) -> str:

@@ -26,6 +26,7 @@ it hands back running (``Script running with cell ID <handle>``):
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -33,7 +34,7 @@ from typing import Final
 
 import trio
 
-from .. import StartedCell
+from .. import SessionRuntime, StartedCell
 from .._delegate import ExecuteRequest
 from .._errors import AlreadyTerminating, MissingCell, ShuttingDown
 from .._resumption import Resumption
@@ -41,15 +42,23 @@ from .._types import CellEvent, CellId, Completed, Pending, Terminated, YieldAft
 from .cell_events import encode_end, encode_output
 from .journal_copy import StoreMirror, read_copy
 from .sessions import Refused, SessionEntry, SessionPool
-from .store import CellRecord, Store, StoreError
+from .store import CellRecord, Store, StoreError, StoreFull
 
-__all__ = ["PUMP_PERIOD", "RunningCells"]
+__all__ = ["OVERFLOW_TEXT", "PUMP_PERIOD", "RunningCells"]
 
 logger = logging.getLogger("code_mode.mcp")
 
 PUMP_PERIOD: Final = 0.25
 """Seconds between two appends of a running cell's new output to the store (its end
 is appended at once)."""
+
+OVERFLOW_TEXT: Final = (
+    "the program was ended because its output passed the bound its code mode store "
+    "keeps of one program's output (the SQLite store's max_cell_bytes). Its output up to "
+    "then is above; print less (summarize, or store() large values and print a part), "
+    "or ask the operator for a larger bound"
+)
+"""The error a cell ends with when the store refuses more of its output (``StoreFull``)."""
 
 _PRUNE_AT: Final = 1024
 _RETRY: Final = 0.5  # seconds before a store operation of a background task is retried
@@ -77,14 +86,17 @@ class RunningCells:
         *,
         local: bool,
         save: Callable[[str, dict[str, str], dict[str, str]], Awaitable[None]],
+        on_end: Callable[[SessionEntry, str, float], Awaitable[None]] | None = None,
     ) -> None:
         self._store = store
+        self._on_end = on_end  # push: a session's cell ended (its entry, handle, start)
         self._server = server
         self._local = local
         self._save = save
         self._pool: SessionPool | None = None
         # Cells this server pumps: handle -> (their session entry, the session's own id).
         self._pumped: dict[str, tuple[SessionEntry, CellId]] = {}
+        self._pump_started: dict[str, float] = {}  # handle -> when its pump started
         self._pumps_changed = trio.Event()
         self._starting = 0  # exec calls that may yet register a cell here
         self._ending = 0  # ends being appended
@@ -104,8 +116,13 @@ class RunningCells:
         self._claimed: list[tuple[str, CellRecord]] = []
         # A store in this process (memory://) ends with it: a draining server waits for
         # the ends it holds to be collected, as it does for stateful sessions.
-        self._uncollected: set[str] = set()
+        self._uncollected: dict[str, str] = {}  # handle -> its session
+        # With a shared store, cells handed over from here, and ends appended here, that
+        # no wait here has collected yet: a stateful MCP session waiting on one stays
+        # open while draining (its client collects the end here, from the store).
+        self._handed: dict[str, str] = {}  # handle -> its session
         self._collected = trio.Event()
+        self._changes = trio.lowlevel.ParkingLot()  # what holds() answers changed
         self._prune_at = _PRUNE_AT  # uncollected ends past which expired ones are dropped
 
     @property
@@ -124,6 +141,7 @@ class RunningCells:
         finally:
             self._starting -= 1
             self._pumps_changed.set()
+            self._changes.unpark_all()
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -162,6 +180,7 @@ class RunningCells:
         :meth:`StoreMirror.write`); ``started``: a resumed cell, whose first event is
         its initial one."""
         self._pumped[handle] = (entry, local)
+        self._pump_started[handle] = trio.current_time()
         try:
             async with pool.use(entry.key), trio.open_nursery() as copying:
                 if mirror is not None:
@@ -170,7 +189,9 @@ class RunningCells:
                 await self._pumping(entry, handle, local, values, mirror, started)
                 copying.cancel_scope.cancel()
         finally:
+            self._pump_started.pop(handle, None)
             self._pumps_changed.set()
+            self._changes.unpark_all()
             pool.close_if_quiet(entry.key)
 
     async def _pumping(
@@ -200,14 +221,41 @@ class RunningCells:
             if mirror is not None:
                 await mirror.flushed()  # the records this output depends on, first
             if isinstance(event, Yielded | Pending):
-                if event.content_items:
-                    await self._append(handle, encode_output(event.content_items))
-                continue
+                output = event.content_items
+                if not output or await self._kept(handle, encode_output(output)):
+                    continue
+                event = await self._overflowed(runtime, local)
             if isinstance(event, Completed):
                 await self._retrying(lambda: self._save(entry.key, values, runtime.stored_values))
             await self.end(handle, event)
         if self._handing_over and handle in self._pumped:
             await self._hand_over_cell(entry, handle, local, values, mirror)
+
+    async def _kept(self, handle: str, event: str) -> bool:
+        """Append output; ``False`` when the store refuses more of this cell's output
+        (retrying cannot help: the cell must end instead, see :meth:`_overflowed`)."""
+        try:
+            await self._append(handle, event)
+        except StoreFull as error:
+            logger.warning("code mode store: %s (ending the cell)", error)
+            return False
+        return True
+
+    def holds(self, session: str) -> bool:
+        """Whether a cell of the session handle ``session`` is pumped here, or its end
+        waits in a local store to be collected (:class:`.sessions.Elsewhere`)."""
+        pumped = any(entry.key == session for entry, _ in self._pumped.values())
+        return pumped or session in (*self._uncollected.values(), *self._handed.values())
+
+    async def wait_changed(self) -> None:
+        await self._changes.park()
+
+    async def _overflowed(self, runtime: SessionRuntime, local: CellId) -> Completed:
+        """End a cell whose output the store refuses: it is terminated here, and its end
+        (appended as ``final``, which the bound does not refuse) says why."""
+        with contextlib.suppress(Exception):  # it may have ended meanwhile
+            await runtime.terminate(local)
+        return Completed([], OVERFLOW_TEXT)
 
     async def _hand_over_cell(
         self,
@@ -238,31 +286,41 @@ class RunningCells:
             await self._retrying(lambda: self._save(entry.key, values, runtime.stored_values))
             await self.end(handle, event)
             return
+        self._handed[handle] = entry.key  # (before the pop: no checkpoint between)
         self._pumped.pop(handle, None)
 
     async def end(self, handle: str, event: CellEvent) -> None:
         """Append the cell's end, once (the pump and a terminate command may both see
         it), and take it off the registry."""
-        if self._pumped.pop(handle, None) is None:
+        pumped = self._pumped.pop(handle, None)
+        if pumped is None:
             return
         self._ending += 1  # (a hand-over retires the server once no end is on its way)
         try:
-            await self._append_end(handle, event)
+            await self._append_end(handle, event, pumped[0].key)
+            entry = pumped[0]
+            if self._on_end is not None and entry.results is not None:
+                since = self._pump_started.get(handle, trio.current_time())
+                await self._on_end(entry, handle, since)
         finally:
             self._ending -= 1
             self._pumps_changed.set()
+            self._changes.unpark_all()
 
-    async def _append_end(self, handle: str, event: CellEvent) -> None:
-        if self._local:
-            self._uncollected.add(handle)
-            if len(self._uncollected) > self._prune_at:  # bounded by the store's TTL
-                await self._prune()
-                self._prune_at = max(_PRUNE_AT, 2 * len(self._uncollected))
-        await self._append(handle, encode_end(event))
+    async def _append_end(self, handle: str, event: CellEvent, session: str) -> None:
+        # (Before any checkpoint: a drain sees the session at work.) A shared store
+        # outlives this server, so its ends keep no drain waiting; they are noted
+        # only so that a stateful MCP session waiting on one stays open meanwhile.
+        ends = self._uncollected if self._local else self._handed
+        ends[handle] = session
+        if len(ends) > self._prune_at:  # bounded by the store's TTL
+            await self._prune()
+            self._prune_at = max(_PRUNE_AT, 2 * len(self._uncollected), 2 * len(self._handed))
+        await self._append(handle, encode_end(event), final=True)
         await self._retrying(lambda: self._store.finish_cell(handle))
 
-    async def _append(self, handle: str, event: str) -> None:
-        await self._retrying(lambda: self._store.append_event(handle, event))
+    async def _append(self, handle: str, event: str, *, final: bool = False) -> None:
+        await self._retrying(lambda: self._store.append_event(handle, event, final=final))
 
     async def _retrying(self, operation: Callable[[], Awaitable[object]]) -> None:
         """``operation``, retried while the store is unavailable: the cell keeps running
@@ -271,17 +329,27 @@ class RunningCells:
             try:
                 await operation()
                 return
+            except StoreFull:
+                raise  # retrying does not help (see _kept)
             except StoreError as error:
                 logger.warning("code mode store: %s (retrying)", error)
                 await trio.sleep(_RETRY)
+
+    def pumped(self, handle: str) -> tuple[SessionEntry, CellId] | None:
+        """The session entry and own id of a cell pumped here (for a ``wait`` on it,
+        to route its notifications), ``None`` for one that is not."""
+        return self._pumped.get(handle)
 
     # -- ends kept in a local store ------------------------------------------------------
 
     def collected(self, handle: str) -> None:
         """A ``wait`` handed out the cell's end."""
-        if handle in self._uncollected:
-            self._uncollected.discard(handle)
+        handed = self._handed.pop(handle, None)
+        if self._uncollected.pop(handle, None) is not None:
             self._collected.set()
+            self._changes.unpark_all()
+        elif handed is not None:
+            self._changes.unpark_all()
 
     async def settle(self) -> None:
         """Return once no cell's end kept in a local store waits to be collected
@@ -295,10 +363,13 @@ class RunningCells:
                 self._collected = trio.Event()
 
     async def _prune(self) -> None:
-        """Forget the uncollected ends whose cell expired from the store."""
-        for handle in list(self._uncollected):
-            if await self._store.cell(handle) is None:
-                self._uncollected.discard(handle)
+        """Forget the uncollected ends (and cells handed over) whose cell expired from
+        the store, or was collected on another server."""
+        for ends in (self._uncollected, self._handed):
+            for handle in list(ends):
+                if await self._store.cell(handle) is None:
+                    ends.pop(handle, None)
+                    self._changes.unpark_all()
 
     # -- the server in the registry ------------------------------------------------------
 
@@ -368,6 +439,23 @@ class RunningCells:
         finally:
             self._heartbeats_done.set()
 
+    async def claim_if_dead(self, record: CellRecord) -> None:
+        """A ``wait`` on a cell of another server: if that server is dead (a SQLite
+        store sees a dead process at once; a retired server is dead at once), claim
+        and resume its cells now, rather than at the reaper's next pass, so that the
+        ``wait`` reads the rest of the program within its yield time."""
+        server = record.server
+        if server is None or server == self._server or self._local or self._handing_over:
+            return
+        try:
+            if server not in await self._store.dead_servers():
+                return
+        except StoreError as error:
+            logger.warning("code mode store: %s (looking for stopped servers)", error)
+            return
+        async with self._reaping:
+            await self._reap()
+
     async def _reaper(self) -> None:
         """Claim the cells of servers that stopped heartbeating (one claimant wins
         each) and resume them here (see the module)."""
@@ -399,7 +487,7 @@ class RunningCells:
             except Exception as error:
                 logger.exception("resuming cell %s failed", record.cell)
                 reason = f"resuming it failed: {error}"
-                await self._append_end(record.cell, _lost(reason))  # retries itself
+                await self._append_end(record.cell, _lost(reason), record.session)  # retries itself
             self._claimed.pop(0)
             await self._carry_out_order(record.cell)
 
@@ -417,7 +505,7 @@ class RunningCells:
     async def _take_over(self, pool: SessionPool, dead: str, record: CellRecord) -> None:
         if self._local:
             reason = "its server kept its journal in memory (a store in this process)"
-            await self._append_end(record.cell, _lost(reason))
+            await self._append_end(record.cell, _lost(reason), record.session)
             return
         copy = await read_copy(self._store, record.cell)
         if copy is None:  # it ended (or expired) before its server could say so
@@ -436,7 +524,7 @@ class RunningCells:
                     return
                 reason = f"no server could take it: {refusal}"
         logger.warning("code mode server %s stopped: ending its cell (%s)", dead, reason)
-        await self._append_end(record.cell, _lost(reason))
+        await self._append_end(record.cell, _lost(reason), record.session)
 
     async def _resume(
         self,
@@ -484,7 +572,7 @@ class RunningCells:
         the heartbeat has stopped; only then is the server retired, so that no cell
         is registered here, and no end appended, after its claim. Terminations sent
         here meanwhile are sent on to the server that claims the cells."""
-        if self._local:
+        if self._local or self._retired:  # (a drain hands over, then the exit)
             return
         self._handing_over = True
         self._handover_grace = grace

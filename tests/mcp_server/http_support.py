@@ -17,7 +17,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from code_mode import tool
 from code_mode.mcp_server import CodeModeMcpServer, ServerLimits
-from code_mode.mcp_server.store import Store, open_store
+from code_mode.mcp_server.store import Store, is_handle, open_store
+from code_mode.model_tools.adapters import MCP_META_CELL, MCP_META_SESSION
 
 from ..mcp_support import CliServer as CliServer  # re-exported: moved to ..mcp_support
 from ..mcp_support import start_cli_server as start_cli_server
@@ -69,6 +70,27 @@ async def serving_on(
 
 def texts(result: types.CallToolResult) -> list[str]:
     return [block.text for block in result.content if isinstance(block, types.TextContent)]
+
+
+def running_cell(result: types.CallToolResult) -> str:
+    """The handle of the cell ``result`` hands back running (``Script running with
+    cell ID <handle>``), checked to be a handle and to be the one its ``_meta`` names."""
+    [text] = texts(result)
+    found = re.match(r"Script running with cell ID (\S+)\n", text)
+    assert found is not None, text
+    handle = found.group(1)
+    assert is_handle(handle), handle
+    assert (result.meta or {}).get(MCP_META_CELL) == handle
+    return handle
+
+
+def session_of(result: types.CallToolResult) -> str:
+    """The session handle ``result`` names (``Session: <handle>``)."""
+    [text] = texts(result)
+    found = re.search(r"^Session: (\S+)$", text.partition("\nOutput:\n")[0], re.MULTILINE)
+    assert found is not None, text
+    assert (result.meta or {}).get(MCP_META_SESSION) == found.group(1)
+    return found.group(1)
 
 
 def outputs(result: types.CallToolResult) -> list[str]:

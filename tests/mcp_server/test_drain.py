@@ -9,9 +9,8 @@ import signal
 import mcp.types as types
 import trio
 
-from code_mode._cell.cell import Phase
-from code_mode._types import CellId
 from code_mode.mcp_server import CodeModeMcpServer, ServerLimits
+from code_mode.mcp_server.cell_events import decode_event
 
 from ..mcp_support import BLOCKED, SAFETY, block, serve_command
 from .http_support import (
@@ -23,6 +22,7 @@ from .http_support import (
     http_server,
     outputs,
     refused,
+    running_cell,
     start_cli_server,
     texts,
     two_sessions,
@@ -31,16 +31,17 @@ from .http_support import (
 SHUTTING_DOWN = "this server is shutting down"
 
 
-async def completed(server: CodeModeMcpServer, cell_id: str) -> None:
-    """Until the server's only session holds the final result of ``cell_id``, which
-    nobody has received yet (the state a drain must not lose)."""
-    pool = server._pool
-    assert pool is not None
-    (entry,) = pool._entries.values()
-    assert entry.session is not None
-    cell = entry.session.runtime._cell(CellId(cell_id))
-    assert cell is not None
-    await cell.wait_for_phase(Phase.COMPLETED)
+async def completed(server: CodeModeMcpServer, cell: str) -> None:
+    """Until the store holds the end of ``cell``, which nobody has received yet (the
+    state a drain must not lose)."""
+    store = server._stateless._store
+    offset = 0
+    while True:
+        read = await store.read_events(cell, offset, timeout=SAFETY)
+        assert read is not None
+        if any(decode_event(event).end is not None for event in read.entries):
+            return
+        offset = read.next_offset
 
 
 def start_drain(nursery: trio.Nursery, server: CodeModeMcpServer) -> trio.Event:
@@ -64,7 +65,7 @@ async def test_drain_waits_for_every_result_and_refuses_new_work() -> None:
             await exec_code(idle, 'store("k", 1)')
             code = '// @exec: {"yield_time_ms": 0}\ntext(await tools.gate({name: "drain"}))'
             started = await exec_code(busy, code)
-            assert texts(started)[0].startswith("Script running with cell ID 1")
+            cell = running_cell(started)
 
             drained = start_drain(nursery, server)
             await trio.testing.wait_all_tasks_blocked()
@@ -83,16 +84,16 @@ async def test_drain_waits_for_every_result_and_refuses_new_work() -> None:
             assert another.is_error and texts(another)[0].startswith(SHUTTING_DOWN)
 
             GATES["drain"].set()
-            await completed(server, "1")  # finished, its result not received yet
+            await completed(server, cell)  # finished, its result not received yet
             await trio.testing.wait_all_tasks_blocked()
             assert not drained.is_set()
-            finished = await busy.call_tool("wait", {"cell_id": "1"})
+            finished = await busy.call_tool("wait", {"cell_id": cell})
             assert texts(finished)[0].startswith("Script completed")
             assert outputs(finished) == ["drain open"]
             await drained.wait()
             assert server.session_count == 0
             with refused(f"^Session not found: {SHUTTING_DOWN}"):
-                await busy.call_tool("wait", {"cell_id": "1"})
+                await busy.call_tool("wait", {"cell_id": cell})
 
 
 async def test_drain_waits_for_a_pushed_result_to_be_collected() -> None:
@@ -108,19 +109,20 @@ async def test_drain_waits_for_a_pushed_result_to_be_collected() -> None:
             trio.open_nursery() as nursery,
         ):
             code = '// @exec: {"yield_time_ms": 0}\ntext(await tools.gate({name: "pushed"}))'
-            assert texts(await exec_code(session, code))[0].startswith("Script running")
+            cell = running_cell(await exec_code(session, code))
             drained = start_drain(nursery, server)
             await trio.testing.wait_all_tasks_blocked()
             GATES["pushed"].set()
+            await completed(server, cell)
             pool = server._pool
             assert pool is not None
-            (entry,) = pool._entries.values()
-            assert entry.session is not None and entry.results is not None
-            await entry.session.runtime.wait_no_cells()  # pushed; the cell is gone
-            assert entry.results.uncollected == 1
+            (entry,) = [entry for entry in pool._entries.values() if entry.stateful]
+            assert entry.results is not None
+            while not entry.results.uncollected:  # pushed once the end is in the store
+                await trio.testing.wait_all_tasks_blocked()
             await trio.testing.wait_all_tasks_blocked()
             assert not drained.is_set()
-            read = await session.read_resource("code-mode://cells/1")
+            read = await session.read_resource(f"code-mode://cells/{cell}")
             [content] = read.contents
             assert isinstance(content, types.TextResourceContents)
             assert content.text.endswith("\nOutput:\npushed open")
@@ -134,12 +136,12 @@ async def test_past_the_deadline_programs_are_terminated_with_a_clear_result() -
     code = '// @exec: {"yield_time_ms": 0}\nawait tools.block({name: "%s"})'
     with trio.fail_after(SAFETY):
         async with two_sessions(server) as (_url, waiting, away):
-            assert texts(await exec_code(waiting, code % "waited"))[0].startswith("Script running")
-            assert texts(await exec_code(away, code % "left"))[0].startswith("Script running")
+            cell = running_cell(await exec_code(waiting, code % "waited"))
+            left = running_cell(await exec_code(away, code % "left"))
             results = []
 
             async def wait_long() -> None:
-                args = {"cell_id": "1", "yield_time_ms": 30000}
+                args = {"cell_id": cell, "yield_time_ms": 30000}
                 results.append(await waiting.call_tool("wait", args))
 
             async with trio.open_nursery() as nursery:
@@ -157,11 +159,14 @@ async def test_past_the_deadline_programs_are_terminated_with_a_clear_result() -
             )
             # The session nobody was waiting on is gone, and says why.
             with refused(r"^Session not found: .*drain deadline of 0.5 s"):
-                await away.call_tool("wait", {"cell_id": "1"})
+                await away.call_tool("wait", {"cell_id": left})
 
 
 async def test_sigterm_drains_then_exits_0() -> None:
-    command, args, env = serve_command("--http", "127.0.0.1:0", "--drain-deadline", "30")
+    # In memory: the programs finish here (a store outside the process hands them over).
+    command, args, env = serve_command(
+        "--http", "127.0.0.1:0", "--drain-deadline", "30", "--store", "memory://"
+    )
     args = ["-m", "code_mode", *args[2:]]  # `python -m code_mode`: the command itself
     with trio.fail_after(SAFETY):
         async with trio.open_nursery() as nursery:
@@ -171,12 +176,13 @@ async def test_sigterm_drains_then_exits_0() -> None:
                 code = '// @exec: {"yield_time_ms": 0}\n'
                 code += "await new Promise(r => setTimeout(r, 500));\n"
                 code += "text(await tools.add({a: 2, b: 3}))"
-                started = await exec_code(session, code)
-                assert texts(started)[0].startswith("Script running with cell ID 1")
+                cell = running_cell(await exec_code(session, code))
                 server.process.send_signal(signal.SIGTERM)
                 await server.read_until(b"draining (SIGTERM)")
                 assert (await get(url, "/readyz"))[0] == 503
-                finished = await session.call_tool("wait", {"cell_id": "1", "yield_time_ms": 20000})
+                finished = await session.call_tool(
+                    "wait", {"cell_id": cell, "yield_time_ms": 20000}
+                )
                 assert outputs(finished) == ["5"]
             await server.read_to_end()
         assert server.process.returncode == 0, server.received.decode(errors="replace")[-3000:]

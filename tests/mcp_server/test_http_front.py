@@ -15,16 +15,19 @@ from hypercorn.trio import serve as hypercorn_serve
 
 from code_mode.mcp_server import CodeModeMcpServer, ServerLimits
 
-from ..mcp_support import BLOCKED, SAFETY, add, block
+from ..mcp_support import SAFETY, add
 from .http_support import (
+    GATES,
     INITIALIZE,
     MCP_HEADERS,
     exec_code,
+    gate,
     get,
     http_client,
     http_server,
     outputs,
     refused,
+    running_cell,
     texts,
 )
 
@@ -68,19 +71,21 @@ async def test_a_session_the_server_does_not_know_is_404() -> None:
 
 
 async def test_an_idle_session_is_gone_with_its_reason() -> None:
-    BLOCKED["gone idle"] = trio.Event()
-    server = CodeModeMcpServer([block], limits=ServerLimits(session_idle_timeout=0.5))
+    """The MCP session goes; its cell, which belongs to its session handle, does not
+    keep it, and goes in turn when its handle expires (the store's TTL, the same)."""
+    server = CodeModeMcpServer([gate], limits=ServerLimits(session_idle_timeout=0.5))
     with trio.fail_after(SAFETY):
         async with http_server(server) as url, http_client(url) as session:
-            started = await exec_code(
-                session, '// @exec: {"yield_time_ms": 0}\nawait tools.block({name: "gone idle"})'
-            )
-            assert texts(started)[0].startswith("Script running with cell ID 1")
-            await BLOCKED["gone idle"].wait()  # the idle session's program was terminated
+            code = '// @exec: {"yield_time_ms": 0}\nawait tools.gate({name: "gone idle"})'
+            cell = running_cell(await exec_code(session, code))
+            await trio.sleep(1.0)  # past the idle timeout (the deadline is the pool's)
             with refused(r"^Session not found: it was closed after 0.5 s"):
-                await session.call_tool("wait", {"cell_id": "1"})
+                await exec_code(session, 'text("still here")')
             async with http_client(url) as fresh:
                 assert outputs(await exec_code(fresh, 'text("anew")')) == ["anew"]
+                gone = await fresh.call_tool("wait", {"cell_id": cell})
+                assert gone.is_error and "expired after 0.5 s without a call" in texts(gone)[0]
+            GATES.setdefault("gone idle", trio.Event()).set()
 
 
 async def test_a_body_over_the_limit_is_413_and_the_session_carries_on() -> None:

@@ -27,7 +27,7 @@ from code_mode.mcp_server.pushed_results import (
 from code_mode.model_tools.formatting import PUSH_RUNNING_NOTE
 
 from ..mcp_support import PIXEL, SAFETY, add, serve_command
-from .http_support import exec_code, http_server, outputs, texts
+from .http_support import exec_code, http_server, outputs, running_cell, texts
 
 
 class Updates:
@@ -87,13 +87,13 @@ async def test_stdio_client_is_told_and_reads_the_result_once() -> None:
             await session.subscribe_resource(CELLS_URI)
 
             started = await exec_code(session, code + f'text("done"); image({PIXEL!r});')
-            assert texts(started)[0].startswith("Script running with cell ID 1\n")
+            cell = running_cell(started)
             assert texts(started)[0].endswith(f"\n{PUSH_RUNNING_NOTE}")
 
-            assert await updates.next() == cell_uri("1")
+            assert await updates.next() == cell_uri(cell)
             listing = await session.list_resources()
-            assert [resource.uri for resource in listing.resources] == [cell_uri("1")]
-            read = await session.read_resource(cell_uri("1"))
+            assert [resource.uri for resource in listing.resources] == [cell_uri(cell)]
+            read = await session.read_resource(cell_uri(cell))
             # As a tool result: all of the text first, then the image.
             text, image = read.contents
             assert isinstance(text, types.TextResourceContents)
@@ -104,10 +104,10 @@ async def test_stdio_client_is_told_and_reads_the_result_once() -> None:
 
             # Collected once: the resource and the cell are gone.
             with pytest.raises(MCPError) as missing:
-                await session.read_resource(cell_uri("1"))
+                await session.read_resource(cell_uri(cell))
             assert missing.value.error.code == RESOURCE_NOT_FOUND
-            waited = await session.call_tool("wait", {"cell_id": "1"})
-            assert waited.is_error and "exec cell 1 not found" in texts(waited)[-1]
+            waited = await session.call_tool("wait", {"cell_id": cell})
+            assert waited.is_error and f"exec cell {cell} not found" in texts(waited)[-1]
             assert (await session.list_resources()).resources == []
 
 
@@ -119,18 +119,18 @@ async def test_http_client_collects_a_pushed_result_with_wait() -> None:
         async with http_server(server) as url, http_client(url, updates) as session:
             code = '// @exec: {"yield_time_ms": 0}\nconst x = await tools.gate({name: "one"});'
             started = await exec_code(session, code + 'throw new Error("after " + x);')
-            assert texts(started)[0].startswith("Script running with cell ID 1\n")
+            cell = running_cell(started)
             # Subscribing to the one cell (not to all of them) is enough.
-            await session.subscribe_resource(cell_uri("1"))
+            await session.subscribe_resource(cell_uri(cell))
             GATES.setdefault("one", trio.Event()).set()
-            assert await updates.next() == cell_uri("1")
+            assert await updates.next() == cell_uri(cell)
 
-            collected = await session.call_tool("wait", {"cell_id": "1"})
+            collected = await session.call_tool("wait", {"cell_id": cell})
             assert collected.is_error  # the program threw: Script failed
             assert texts(collected)[0].startswith("Script failed\n")
             assert outputs(collected)[:2] == ["Script error:", "Error: after one"]
             with pytest.raises(MCPError):
-                await session.read_resource(cell_uri("1"))
+                await session.read_resource(cell_uri(cell))
 
 
 async def test_http_pushed_results_stay_for_a_client_that_did_not_subscribe(
@@ -150,14 +150,14 @@ async def test_http_pushed_results_stay_for_a_client_that_did_not_subscribe(
     with trio.fail_after(SAFETY):
         async with http_server(server) as url, http_client(url, updates) as session:
             code = '// @exec: {"yield_time_ms": 0}\nawait tools.gate({name: "two"}); text("ok");'
-            await exec_code(session, code)
+            cell = running_cell(await exec_code(session, code))
             GATES.setdefault("two", trio.Event()).set()
             await kept.wait()
             # No subscription, so no notification: the result waits as a resource.
             assert updates.receive.statistics().current_buffer_used == 0
             listing = await session.list_resources()
-            assert [resource.uri for resource in listing.resources] == [cell_uri("1")]
-            read = await session.read_resource(cell_uri("1"))
+            assert [resource.uri for resource in listing.resources] == [cell_uri(cell)]
+            read = await session.read_resource(cell_uri(cell))
             [content] = read.contents
             assert isinstance(content, types.TextResourceContents)
             assert content.text.endswith("\nOutput:\nok")

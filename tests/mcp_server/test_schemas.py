@@ -28,15 +28,16 @@ REQUIRED = {"exec": ["code"], "wait": ["cell_id"]}
 DEFAULTS = {"wait": {"yield_time_ms": 10000, "max_tokens": 10000, "terminate": False}}
 
 
-def check(tools: list[types.Tool], *, stateless: bool) -> None:
+def check(tools: list[types.Tool]) -> None:
     assert sorted(tool.name for tool in tools) == ["exec", "wait"]
     for tool in tools:
         schema: dict[str, Any] = tool.input_schema
         assert tool.output_schema is None, tool.name
         assert schema.get("required") == REQUIRED[tool.name], tool.name
         optional = set(schema["properties"]) - set(REQUIRED[tool.name])
+        # One addressing model: exec takes a session handle in every revision.
         expected = {"yield_time_ms", "max_tokens", "terminate"} if tool.name == "wait" else set()
-        if tool.name == "exec" and stateless:
+        if tool.name == "exec":
             expected = {"session"}
         assert optional == expected, tool.name
         for name, spec in schema["properties"].items():
@@ -62,14 +63,14 @@ async def test_stdio_listing(push: bool) -> None:
             ClientSession(*streams) as session,
         ):
             await session.initialize()
-            check((await session.list_tools()).tools, stateless=False)
+            check((await session.list_tools()).tools)
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_http_listing_in_each_revision(mode: str) -> None:
     """``legacy``: the stateful revisions (``initialize``); ``auto``, the SDK's
-    default: the stateless one, whose ``exec`` also takes ``session``."""
+    default: the stateless one; ``exec`` takes ``session`` in both."""
     server = CodeModeMcpServer(tools=[add])
     with trio.fail_after(SAFETY):
         async with http_server(server) as url, Client(url, mode=mode) as client:  # type: ignore[arg-type]
-            check((await client.list_tools()).tools, stateless=mode == "auto")
+            check((await client.list_tools()).tools)

@@ -20,23 +20,33 @@ from code_mode.mcp_server import CodeModeMcpServer, ServerLimits
 from code_mode.model_tools.adapters import MCP_META_CELL
 
 from ..mcp_support import (
-    BLOCKED,
     PIXEL,
     SAFETY,
     add,
-    block,
     node_command,
     serve_command,
 )
 from .http_support import (
+    GATES,
     INITIALIZE,
     exec_code,
+    gate,
     http_client,
     http_server,
     outputs,
+    running_cell,
+    session_of,
     start_cli_server,
     texts,
     two_sessions,
+)
+
+MISSING_99 = (
+    "exec cell 99 not found: its program already ended and its final result was "
+    "returned, it belongs to another session or server deployment, or it expired after "
+    "1800 s without a call. Check that the ID is the one from `Script running with "
+    "cell ID <id>`; if you still need the program's result, run the program again with "
+    "`exec`."
 )
 
 
@@ -73,11 +83,11 @@ async def test_stdio_lists_exec_and_wait_and_serves_them() -> None:
             started = await exec_code(
                 session, code + 'text(load("k")); image(' + json.dumps(PIXEL) + ")"
             )
-            assert texts(started)[0].startswith("Script running with cell ID 2\n")
-            # The cell ID for a client that reads it by program; no structured content.
-            assert (started.meta or {}).get(MCP_META_CELL) == "2"
+            # The cell is named by a handle, in the text and (for a client that reads
+            # it by program) in _meta; no structured content.
+            cell = running_cell(started)
             assert started.structured_content is None
-            finished = await session.call_tool("wait", {"cell_id": "2", "yield_time_ms": 20000})
+            finished = await session.call_tool("wait", {"cell_id": cell, "yield_time_ms": 20000})
             assert texts(finished)[0].startswith("Script completed\n")
             assert outputs(finished)[0] == "7"
             image = finished.content[1]  # after the one text item
@@ -90,11 +100,7 @@ async def test_stdio_lists_exec_and_wait_and_serves_them() -> None:
             assert outputs(failed)[:2] == ["Script error:", "Error: boom"]
             missing = await session.call_tool("wait", {"cell_id": "99"})
             assert missing.is_error
-            assert outputs(missing)[:2] == ["Script error:", "exec cell 99 not found: its "
-                "program already ended and its final result was returned, or it was started "
-                "in another session. Check that the ID is the one from `Script running with "
-                "cell ID <id>`; if you still need the program's result, run the program again "
-                "with `exec`."]  # fmt: skip
+            assert outputs(missing)[:2] == ["Script error:", MISSING_99]
             assert MCP_META_CELL not in (missing.meta or {})
 
 
@@ -129,7 +135,7 @@ async def test_stdio_server_ends_its_cells_when_the_client_goes() -> None:
             chunk = await process.stdout.receive_some()
             assert chunk, f"server closed stdout early: {received!r}"
             received += chunk
-        assert b"Script running with cell ID 1" in received
+        assert b"Script running with cell ID " in received
         await process.stdin.aclose()
         assert await process.wait() == 0
 
@@ -180,30 +186,44 @@ async def test_http_notify_as_progress_and_images() -> None:
             assert values == list(range(1, len(values) + 1)), ordered
 
 
-async def test_http_session_deleted_by_the_client_closes_its_cells() -> None:
-    BLOCKED["deleted"] = trio.Event()
-    server = CodeModeMcpServer([block])
+async def test_http_a_deleted_sessions_cell_is_waited_on_from_another_session() -> None:
+    """A client that opens an MCP session per call (and deletes it after) reaches its
+    cell from the next one by handle: the cell belongs to the session handle."""
+    server = CodeModeMcpServer([gate])
     with trio.fail_after(SAFETY):
         async with http_server(server) as url:
             async with http_client(url) as session:
-                code = '// @exec: {"yield_time_ms": 100}\nawait tools.block({name: "deleted"})'
+                code = (
+                    '// @exec: {"yield_time_ms": 100}\n'
+                    'store("k", 5); text("before"); await tools.gate({name: "deleted"}); '
+                    'text("after")'
+                )
                 started = await exec_code(session, code)
-                assert texts(started)[0].startswith("Script running with cell ID 1")
-                assert not BLOCKED["deleted"].is_set()
-            # Leaving the client sent DELETE: the session and its cell are gone.
-            await BLOCKED["deleted"].wait()
-            assert server.session_count == 0
+                cell, handle = running_cell(started), session_of(started)
+                assert outputs(started) == ["before"]
+            # Leaving the client sent DELETE; the cell runs on.
+            GATES.setdefault("deleted", trio.Event()).set()
+            async with http_client(url) as other:
+                finished = await other.call_tool("wait", {"cell_id": cell, "yield_time_ms": 20000})
+                assert texts(finished)[0].startswith("Script completed\n")
+                assert outputs(finished) == ["after"]
+                loaded = await other.call_tool(
+                    "exec", {"code": 'text(String(load("k")))', "session": handle}
+                )
+                assert outputs(loaded) == ["5"]
+                assert session_of(loaded) == handle
+                # The other MCP session remembers the handle it was given.
+                again = await exec_code(other, 'text(String(load("k")))')
+                assert outputs(again) == ["5"]
 
 
 async def test_http_idle_session_is_closed() -> None:
-    BLOCKED["idle"] = trio.Event()
-    server = CodeModeMcpServer([block], limits=ServerLimits(session_idle_timeout=0.5))
+    server = CodeModeMcpServer([add], limits=ServerLimits(session_idle_timeout=0.5))
     with trio.fail_after(SAFETY):
         async with http_server(server) as url, http_client(url) as session:
-            code = '// @exec: {"yield_time_ms": 100}\nawait tools.block({name: "idle"})'
-            started = await exec_code(session, code)
-            assert texts(started)[0].startswith("Script running with cell ID 1")
-            await BLOCKED["idle"].wait()
+            await exec_code(session, "text(await tools.add({a: 1, b: 1}))")
+            assert server.session_count == 1
+            await trio.sleep(1.0)  # past the idle timeout (the deadline is the pool's)
             assert server.session_count == 0
 
 
@@ -218,8 +238,8 @@ async def test_http_server_survives_hostile_programs() -> None:
             assert hog.is_error
             assert "memory limit" in texts(hog)[-1]
             spin = await exec_code(session, '// @exec: {"yield_time_ms": 100}\nwhile (true) {}')
-            assert texts(spin)[0].startswith("Script running with cell ID 2")
-            stopped = await session.call_tool("wait", {"cell_id": "2", "terminate": True})
+            spun = running_cell(spin)
+            stopped = await session.call_tool("wait", {"cell_id": spun, "terminate": True})
             assert texts(stopped)[0].startswith("Script terminated")
             after = await exec_code(session, "text(await tools.add({a: 1, b: 1}))")
             assert outputs(after) == ["2"]

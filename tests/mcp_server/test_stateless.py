@@ -136,16 +136,19 @@ async def test_guessed_neighbouring_and_foreign_handles_are_not_found() -> None:
             assert texts(done)[0].startswith("Script completed\n"), texts(done)
 
 
-async def test_legacy_clients_stay_stateful_on_the_same_endpoint() -> None:
+async def test_legacy_clients_keep_their_session_and_are_given_handles_too() -> None:
+    """The stateful revisions on the same endpoint: the MCP session remembers its
+    session handle, so a client that passes nothing keeps its stored values; results
+    name cells and the session by handles, as in the stateless revision."""
     server = CodeModeMcpServer(tools=[gate])
     GATES["legacy"] = trio.Event()
     with trio.fail_after(SAFETY):
         async with http_server(server) as url, Client(url, mode="legacy") as client:
             assert client.protocol_version != "2026-07-28"
             listed = {tool.name: tool for tool in (await client.list_tools()).tools}
-            assert SESSION_SENTENCE not in (listed["exec"].description or "")
-            assert "session" not in listed["exec"].input_schema["properties"]
-            await client.call_tool("exec", {"code": 'store("k", 1)'})
+            assert SESSION_SENTENCE in (listed["exec"].description or "")
+            assert "session" in listed["exec"].input_schema["properties"]
+            first = await client.call_tool("exec", {"code": 'store("k", 1)'})
             started = await client.call_tool(
                 "exec",
                 {
@@ -153,9 +156,9 @@ async def test_legacy_clients_stay_stateful_on_the_same_endpoint() -> None:
                     'await tools.gate({name: "legacy"}); text(String(load("k")))'
                 },
             )
-            assert not any(line.startswith("Session:") for line in texts(started))
+            assert session_of(started) == session_of(first)
             cell = cell_of(started)
-            assert cell.isdigit()  # the reference's ids, within the MCP session
+            assert is_handle(cell)
             GATES["legacy"].set()
             done = await client.call_tool("wait", {"cell_id": cell, "yield_time_ms": 10_000})
             assert outputs(done) == ["1"]

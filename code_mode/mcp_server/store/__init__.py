@@ -31,7 +31,7 @@ from .interface import (
 )
 from .memory_store import MemoryStore
 from .opening import open_store
-from .url import DEFAULT_STORE_URL, StoreConfig, parse_store_url
+from .url import DEFAULT_STORE_URL, StoreConfig, default_store, parse_store_url
 
 __all__ = [
     "DEFAULT_HEARTBEAT_TTL",
@@ -50,6 +50,7 @@ __all__ = [
     "StoreError",
     "StoreFull",
     "StoreUnavailable",
+    "default_store",
     "is_handle",
     "missing_cell",
     "new_handle",

@@ -73,7 +73,9 @@ class StoreUnavailable(StoreError):
 class StoreFull(StoreError):
     """The store refuses to keep more of one cell: its output events passed the
     store's bound per cell (the SQLite store's ``max_cell_bytes``). Retrying does not
-    help; the cell's record, and what it holds, stay until they expire."""
+    help: the server ends the cell, saying so, with an end appended as ``final`` (which
+    the bound does not refuse); the cell's record, and what it holds, stay until they
+    expire or the end is collected."""
 
 
 @attrs.frozen
@@ -208,8 +210,10 @@ class Store(Protocol):
         ...
 
     # --- each cell's output events: appended by its server, read by any
-    async def append_event(self, cell: str, event: str) -> int | None:
-        """Append ``event``; its offset, or ``None`` for an unknown cell. Wakes readers."""
+    async def append_event(self, cell: str, event: str, *, final: bool = False) -> int | None:
+        """Append ``event``; its offset, or ``None`` for an unknown cell. Wakes readers.
+        ``final``: the cell's end, kept past a per-cell bound (:class:`StoreFull` is
+        for output only), so that a cell whose output filled its share still ends."""
         ...
 
     async def read_events(self, cell: str, offset: int, *, timeout: float = 0.0) -> Events | None:

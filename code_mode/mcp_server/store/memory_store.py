@@ -279,7 +279,7 @@ class MemoryStore:
         return list(found.journal) if found is not None else None
 
     # --- events
-    async def append_event(self, cell: str, event: str) -> int | None:
+    async def append_event(self, cell: str, event: str, *, final: bool = False) -> int | None:
         await trio.lowlevel.checkpoint()
         found = self._cell(cell)
         if found is None:

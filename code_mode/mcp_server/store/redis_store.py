@@ -227,7 +227,7 @@ class RedisStore:
         return entries
 
     # --- events: a stream whose entry ids are 0-1, 0-2...: offset i is id 0-(i+1)
-    async def append_event(self, cell: str, event: str) -> int | None:
+    async def append_event(self, cell: str, event: str, *, final: bool = False) -> int | None:
         if not is_handle(cell):
             return None
         keys = [_key("c", cell), _key("e", cell)]

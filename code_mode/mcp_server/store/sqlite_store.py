@@ -27,7 +27,8 @@ How it keeps the :class:`~.interface.Store` contract:
 * **Bounds.** A cell's journal, and its events, may each hold ``max_cell_bytes``
   (:data:`DEFAULT_MAX_CELL_BYTES`): a journal past it ends with one ``unusable`` entry
   (the cell is then not resumed, as for the runtime's own journal limit), an event past
-  it raises :class:`StoreFull`. ``max_bytes`` caps the whole file.
+  it raises :class:`StoreFull` (a cell's end, appended as ``final``, is kept past it, so
+  that the cell can still end). ``max_bytes`` caps the whole file.
 * **Dead servers.** A heartbeat records the server's process; a server whose process
   is gone from this machine is dead at once (:mod:`.processes`), not after its TTL.
 """
@@ -399,7 +400,7 @@ class SqliteStore:
         return await self._do(work, write=False)
 
     # --- events
-    async def append_event(self, cell: str, event: str) -> int | None:
+    async def append_event(self, cell: str, event: str, *, final: bool = False) -> int | None:
         if not is_handle(cell):
             return None
 
@@ -410,7 +411,7 @@ class SqliteStore:
             if row is None:
                 return None
             offset, used = row
-            if used + size > self._max_cell:
+            if used + size > self._max_cell and not final:  # the end is always kept
                 raise StoreFull(
                     f"the store {self.name} keeps at most {self._max_cell} bytes of a "
                     f"cell's output (max_cell_bytes): cell {cell} passed it"

@@ -21,10 +21,18 @@ import attrs
 
 from .interface import StoreConfigError
 
-__all__ = ["DEFAULT_STORE_URL", "StoreConfig", "default_sqlite_path", "parse_store_url"]
+__all__ = [
+    "DEFAULT_STORE_URL",
+    "StoreConfig",
+    "default_sqlite_path",
+    "default_store",
+    "parse_store_url",
+]
 
 DEFAULT_STORE_URL: Final = "memory://"
-"""The embedded store: in this process's memory, today's behaviour."""
+"""The embedded store in this process's memory: what ``CodeModeMcpServer(store=None)``
+uses, and ``--store memory://`` (nothing on disk). ``code-mode mcp serve`` without
+``--store`` uses :func:`default_store` instead."""
 
 _DEFAULT_REDIS_PORT: Final = 6379
 _MAX_DB: Final = 15  # Redis' default `databases 16`
@@ -32,9 +40,10 @@ _SQLITE_LIMITS: Final = ("max_cell_bytes", "max_bytes")
 
 
 def default_sqlite_path(environ: Mapping[str, str] = os.environ) -> Path:
-    """Where a SQLite store's file lives when the operator names none (not used by
-    default yet): ``$XDG_STATE_HOME/code-mode/store.db``, or, with that unset or not
-    absolute (the XDG base directory specification ignores a relative one),
+    """Where a SQLite store's file lives when the operator names none (``code-mode mcp
+    serve`` without ``--store``, :func:`default_store`):
+    ``$XDG_STATE_HOME/code-mode/store.db``, or, with that unset or not absolute (the
+    XDG base directory specification ignores a relative one),
     ``~/.local/state/code-mode/store.db``. State, not cache: it holds stored values and
     running programs' journals, which must survive a restart; per user, as the server
     runs as its user. The store creates the folder (owner only) when it opens."""
@@ -43,6 +52,15 @@ def default_sqlite_path(environ: Mapping[str, str] = os.environ) -> Path:
         home = environ.get("HOME") or os.path.expanduser("~")
         state = os.path.join(home, ".local", "state")
     return Path(state, "code-mode", "store.db")
+
+
+def default_store(environ: Mapping[str, str] = os.environ) -> StoreConfig:
+    """The store of ``code-mode mcp serve`` without ``--store``: the SQLite file at
+    :func:`default_sqlite_path`. On disk by default, because the clients most agent
+    frameworks ship open a new MCP session, or start a new server process, for each
+    tool call: a cell or a stored value kept only in the process that made it would be
+    gone by the next call."""
+    return StoreConfig(scheme="sqlite", path=str(default_sqlite_path(environ)))
 
 
 @attrs.frozen(kw_only=True)
